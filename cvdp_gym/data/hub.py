@@ -1,0 +1,80 @@
+"""Download CVDP JSONL files from the Hugging Face dataset ``nvidia/cvdp-benchmark-dataset``.
+
+Files are cached by ``huggingface_hub`` (``cache_dir`` or ``HF_HOME``), so a file is
+fetched once. A token comes from the argument, ``HF_TOKEN`` or the user's saved login.
+Offline (no network, or ``HF_HUB_OFFLINE=1`` with nothing cached) it fails with a
+``HubUnavailable`` that says what to do instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HF_DATASET = "nvidia/cvdp-benchmark-dataset"
+#: The open-source, non-agentic code-generation file is the usual training and eval set.
+DEFAULT_PATTERN = "nonagentic_code_generation_no_commercial"
+
+
+class HubUnavailable(RuntimeError):
+    """The hub cannot be reached (or the package is missing); the message says what to do."""
+
+
+def _advice(what: str) -> str:
+    return (
+        f"{what}. Download the JSONL once on a machine with access "
+        f"(e.g. `huggingface-cli download {HF_DATASET} --repo-type dataset`) "
+        "and pass its path as the dataset instead."
+    )
+
+
+def download(
+    pattern: str = DEFAULT_PATTERN,
+    *,
+    repo_id: str = HF_DATASET,
+    revision: str | None = None,
+    token: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> list[Path]:
+    """Fetch the dataset's JSONL files whose name contains ``pattern`` (or equals it).
+
+    Returns local paths in the hub cache.
+    """
+    try:
+        from huggingface_hub import hf_hub_download, list_repo_files
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise HubUnavailable(
+            _advice("huggingface_hub is not installed (pip install 'cvdp-gym[hub]')")
+        ) from exc
+
+    try:
+        if pattern.endswith(".jsonl"):
+            names = [pattern]
+        else:
+            names = [
+                name
+                for name in list_repo_files(
+                    repo_id, repo_type="dataset", revision=revision, token=token
+                )
+                if name.endswith(".jsonl") and pattern in name
+            ]
+        if not names:
+            raise HubUnavailable(f"no .jsonl file in {repo_id} matches {pattern!r}")
+        return [
+            Path(
+                hf_hub_download(
+                    repo_id,
+                    name,
+                    repo_type="dataset",
+                    revision=revision,
+                    token=token,
+                    cache_dir=cache_dir,
+                )
+            )
+            for name in names
+        ]
+    except HubUnavailable:
+        raise
+    except Exception as exc:  # httpx/requests connection errors, HTTP errors, offline mode
+        raise HubUnavailable(
+            _advice(f"cannot reach the Hugging Face hub for {repo_id} ({type(exc).__name__}: {exc})")
+        ) from exc

@@ -1,0 +1,302 @@
+"""CVDP problems: one typed record for both official JSONL shapes.
+
+Non-agentic records: ``{id, categories, input: {prompt, context}, output: {response,
+context}, harness: {files}}``. Agentic records: ``{id, categories, system_message, prompt,
+context, patch, harness}``. Both become a ``Problem`` with the files the model is given
+(``context``), the files its answer must provide (``targets``), the harness files, and a
+reference solution where the record carries one.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.data.patch import PatchError, apply_patch
+
+#: Categories whose harnesses need Cadence Xcelium (testbench and assertion generation).
+COMMERCIAL_CATEGORIES = frozenset({"cid012", "cid013", "cid014"})
+#: Markers of harnesses that need a commercial EDA image or a license network.
+COMMERCIAL_MARKERS = ("__VERIF_EDA_IMAGE__", "__LICENSE_NETWORK__")
+#: Comprehension categories, scored by BLEU/ROUGE or an LLM judge rather than a harness.
+COMPREHENSION_CATEGORIES = frozenset({"cid006", "cid008", "cid009", "cid010"})
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One CVDP problem, normalised from either record shape."""
+
+    id: str
+    categories: tuple[str, ...]
+    agentic: bool
+    prompt: str
+    context: dict[str, str]
+    targets: tuple[str, ...]
+    harness: dict[str, str]
+    system_message: str | None = None
+    reference: dict[str, str] | None = None
+    patch: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    unsupported: str | None = None
+
+    @property
+    def category(self) -> str:
+        return self.categories[0] if self.categories else ""
+
+    @property
+    def difficulty(self) -> str | None:
+        return next((c for c in self.categories[1:] if c in DIFFICULTIES), None)
+
+    @property
+    def has_harness(self) -> bool:
+        return any(p.endswith("docker-compose.yml") for p in self.harness)
+
+    def metadata(self) -> dict[str, Any]:
+        """A JSON-friendly summary (what environments expose as ``info["problem"]``)."""
+        return {
+            "id": self.id,
+            "category": self.category,
+            "difficulty": self.difficulty,
+            "agentic": self.agentic,
+            "targets": list(self.targets),
+            "context_files": sorted(self.context),
+            "has_reference": self.reference is not None,
+            "unsupported": self.unsupported,
+            "source": self.source,
+        }
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be an object of path -> text, got {type(value).__name__}")
+    out: dict[str, str] = {}
+    for key, text in value.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{what} has a non-string path {key!r}")
+        out[key] = "" if text is None else str(text)
+    return out
+
+
+def unsupported_reason(categories: Iterable[str], harness: dict[str, str]) -> str | None:
+    """Why the local open-source toolchain cannot judge this problem, or ``None``."""
+    cats = set(categories)
+    if cats & COMMERCIAL_CATEGORIES:
+        found = sorted(cats & COMMERCIAL_CATEGORIES)[0]
+        return f"needs commercial EDA (category {found} uses Cadence Xcelium)"
+    for path, text in harness.items():
+        for marker in COMMERCIAL_MARKERS:
+            if marker in text:
+                return f"needs commercial EDA ({marker} in harness file {path})"
+    if not any(p.endswith("docker-compose.yml") for p in harness):
+        if cats & COMPREHENSION_CATEGORIES:
+            return "no harness: comprehension problem scored by BLEU/ROUGE or an LLM judge"
+        return "no harness (docker-compose.yml) in the record"
+    return None
+
+
+def problem_from_record(record: dict[str, Any], source: str = "") -> Problem:
+    """Build a ``Problem`` from one parsed JSONL record (either official shape)."""
+    if not isinstance(record, dict):
+        raise ValueError(f"record must be a JSON object, got {type(record).__name__}")
+    pid = record.get("id")
+    if not isinstance(pid, str) or not pid:
+        raise ValueError("record has no string 'id'")
+    categories = record.get("categories") or []
+    if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+        raise ValueError(f"{pid}: 'categories' must be a list of strings")
+
+    if "input" in record:  # non-agentic shape
+        inp = record["input"]
+        if not isinstance(inp, dict) or not isinstance(inp.get("prompt"), str):
+            raise ValueError(f"{pid}: 'input.prompt' must be a string")
+        output = record.get("output") or {}
+        if not isinstance(output, dict):
+            raise ValueError(f"{pid}: 'output' must be an object")
+        harness_field = record.get("harness") or {}
+        if not isinstance(harness_field, dict):
+            raise ValueError(f"{pid}: 'harness' must be an object")
+        harness = _string_map(harness_field.get("files", {}), f"{pid}: harness.files")
+        context = _string_map(inp.get("context"), f"{pid}: input.context")
+        out_ctx = _string_map(output.get("context"), f"{pid}: output.context")
+        reference = out_ctx if out_ctx and any(t.strip() for t in out_ctx.values()) else None
+        return Problem(
+            id=pid,
+            categories=tuple(categories),
+            agentic=False,
+            prompt=inp["prompt"],
+            context=context,
+            targets=tuple(out_ctx),
+            harness=harness,
+            reference=reference,
+            source=source,
+            unsupported=unsupported_reason(categories, harness),
+        )
+
+    if "prompt" in record:  # agentic shape
+        if not isinstance(record["prompt"], str):
+            raise ValueError(f"{pid}: 'prompt' must be a string")
+        context = _string_map(record.get("context"), f"{pid}: context")
+        patch = _string_map(record.get("patch"), f"{pid}: patch")
+        harness = _string_map(record.get("harness"), f"{pid}: harness")
+        reference: dict[str, str] | None = None
+        if patch and any(d.strip() for d in patch.values()):
+            reference = {}
+            for path, diff in patch.items():
+                try:
+                    reference[path] = apply_patch(context.get(path, ""), diff)
+                except PatchError as exc:
+                    raise ValueError(f"{pid}: golden patch for {path} does not apply: {exc}") from exc
+        system_message = record.get("system_message")
+        return Problem(
+            id=pid,
+            categories=tuple(categories),
+            agentic=True,
+            prompt=record["prompt"],
+            context=context,
+            targets=tuple(patch),
+            harness=harness,
+            system_message=system_message if isinstance(system_message, str) else None,
+            reference=reference,
+            patch=patch,
+            source=source,
+            unsupported=unsupported_reason(categories, harness),
+        )
+    raise ValueError(f"{pid}: neither the non-agentic ('input') nor the agentic ('prompt') shape")
+
+
+@dataclass
+class Skipped:
+    """A record left out of a dataset, and why."""
+
+    id: str
+    reason: str
+    source: str = ""
+
+
+@dataclass
+class Dataset:
+    """Problems loaded from one source, plus what was left out."""
+
+    problems: list[Problem]
+    skipped: list[Skipped] = field(default_factory=list)
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.problems)
+
+    def __iter__(self) -> Iterator[Problem]:
+        return iter(self.problems)
+
+    def __getitem__(self, problem_id: str) -> Problem:
+        for problem in self.problems:
+            if problem.id == problem_id:
+                return problem
+        raise KeyError(f"no problem {problem_id!r} in {self.source or 'this dataset'}")
+
+    @property
+    def ids(self) -> list[str]:
+        return [p.id for p in self.problems]
+
+
+def iter_records(path: Path, lenient: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for each non-blank JSONL line.
+
+    A malformed line raises ``DatasetError`` naming the file and line; with ``lenient`` it
+    is skipped with a warning instead.
+    """
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                message = f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})"
+                if lenient:
+                    warnings.warn(message, stacklevel=2)
+                    continue
+                raise DatasetError(message) from None
+            yield number, record
+
+
+def load_records(
+    records: Iterable[tuple[str, dict[str, Any]]],
+    *,
+    ids: Iterable[str] | None = None,
+    categories: Iterable[str] | None = None,
+    difficulty: Iterable[str] | str | None = None,
+    include_unsupported: bool = False,
+    lenient: bool = False,
+    source: str = "",
+) -> Dataset:
+    """Turn ``(location, record)`` pairs into a filtered ``Dataset``."""
+    want_ids = set(ids) if ids else None
+    want_cats = {_normalise_category(c) for c in categories} if categories else None
+    if isinstance(difficulty, str):
+        difficulty = [difficulty]
+    want_diff = set(difficulty) if difficulty else None
+    problems: list[Problem] = []
+    skipped: list[Skipped] = []
+    for location, record in records:
+        try:
+            problem = problem_from_record(record, source=location)
+        except ValueError as exc:
+            message = f"{location}: {exc}"
+            if lenient:
+                warnings.warn(message, stacklevel=2)
+                rid = record.get("id") if isinstance(record, dict) else None
+                skipped.append(Skipped(str(rid or "?"), f"malformed: {exc}", location))
+                continue
+            raise DatasetError(message) from None
+        if want_ids is not None and problem.id not in want_ids:
+            continue
+        if want_cats is not None and problem.category not in want_cats:
+            continue
+        if want_diff is not None and problem.difficulty not in want_diff:
+            continue
+        if problem.unsupported and not include_unsupported:
+            skipped.append(Skipped(problem.id, problem.unsupported, location))
+            continue
+        problems.append(problem)
+    if want_ids is not None:
+        missing = want_ids - {p.id for p in problems} - {s.id for s in skipped}
+        if missing:
+            raise DatasetError(f"{source}: no problem with id {', '.join(sorted(missing))}")
+    return Dataset(problems=problems, skipped=skipped, source=source)
+
+
+def _normalise_category(value: str | int) -> str:
+    text = str(value).strip().lower()
+    if text.isdigit():
+        return f"cid{int(text):03d}"
+    return text
+
+
+def load_jsonl(path: str | Path, *, lenient: bool = False, **filters: Any) -> Dataset:
+    """Load a CVDP JSONL file (either shape; a directory loads every ``*.jsonl`` in it)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise DatasetError(f"{path}: no .jsonl files in this directory")
+    elif path.exists():
+        files = [path]
+    else:
+        raise DatasetError(f"{path}: no such file")
+    pairs = (
+        (f"{file}:{number}", record)
+        for file in files
+        for number, record in iter_records(file, lenient=lenient)
+    )
+    return load_records(pairs, lenient=lenient, source=str(path), **filters)

@@ -1,0 +1,14 @@
+"""Running CVDP harnesses locally and classifying what happened."""
+
+from cvdp_gym.harness.results import FAILURE_CLASSES, HarnessResult, ServiceResult, TestCounts
+from cvdp_gym.harness.runner import HarnessRunner, RunOptions, run_harness
+
+__all__ = [
+    "FAILURE_CLASSES",
+    "HarnessResult",
+    "HarnessRunner",
+    "RunOptions",
+    "ServiceResult",
+    "TestCounts",
+    "run_harness",
+]

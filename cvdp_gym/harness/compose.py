@@ -1,0 +1,279 @@
+"""Read a CVDP harness: its ``docker-compose.yml`` services, ``.env`` files and Dockerfiles.
+
+Each service becomes a ``Service`` with the command, environment, mounts and working
+directory the official Docker flow would use, plus the local environment that replaces
+its image (or the reason none can).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+#: Image placeholders and names that the local toolchain stands in for, with the cocotb
+#: generation the image carried.
+SIM_IMAGES = {
+    "__OSS_SIM_IMAGE__": "cocotb2",
+    "__OSS_PNR_IMAGE__": "cocotb2",
+    "nvidia/cvdp-sim": "cocotb2",
+    "hdlc/sim": "cocotb1",
+}
+COMMERCIAL_IMAGES = ("__VERIF_EDA_IMAGE__",)
+_COCOTB1_MARKERS = (
+    re.compile(r"^\s*from\s+cocotb\.runner\s+import", re.M),
+    re.compile(r"^\s*import\s+cocotb\.runner\b", re.M),
+    re.compile(r"\bcocotb\.fork\("),
+    re.compile(r"from\s+cocotb\.result\s+import\s+Test(Failure|Success)"),
+    re.compile(r"\bBinaryValue\b"),
+    re.compile(r"from\s+cocotb\.binary\s+import"),
+)
+_COCOTB2_MARKERS = (re.compile(r"\bcocotb_tools\b"),)
+
+
+class HarnessError(ValueError):
+    """The harness files themselves are malformed (not the candidate's fault)."""
+
+
+@dataclass
+class Volume:
+    source: str  # relative to the harness folder
+    target: str
+    read_only: bool
+
+
+@dataclass
+class Service:
+    """One compose service, ready to run locally."""
+
+    name: str
+    image: str
+    command: list[str]
+    environment: dict[str, str] = field(default_factory=dict)
+    volumes: list[Volume] = field(default_factory=list)
+    working_dir: str | None = None
+    generation: str | None = None  # local environment to use; None when unsupported
+    unsupported: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """``KEY = VALUE`` lines (CVDP puts spaces around ``=``); ``#`` comments; quotes stripped."""
+    env: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :]
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        key, value = key.strip(), value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        else:
+            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
+        if key:
+            env[key] = value
+    return env
+
+
+def detect_generation(harness: dict[str, str]) -> str | None:
+    """The cocotb generation the harness's Python files were written for, if they say."""
+    sources = [text for path, text in harness.items() if path.endswith(".py")]
+    if any(m.search(t) for t in sources for m in _COCOTB2_MARKERS):
+        return "cocotb2"
+    if any(m.search(t) for t in sources for m in _COCOTB1_MARKERS):
+        return "cocotb1"
+    return None
+
+
+def _image_generation(image: str) -> str | None:
+    for prefix, generation in SIM_IMAGES.items():
+        if image == prefix or image.startswith(prefix + ":") or image.startswith(prefix):
+            return generation
+    return None
+
+
+def _as_argv(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise HarnessError(f"{what} cannot be split into arguments: {exc}") from exc
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    raise HarnessError(f"{what} must be a string or a list")
+
+
+def _environment(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    if isinstance(value, list):
+        out = {}
+        for item in value:
+            key, _, val = str(item).partition("=")
+            out[key.strip()] = val
+        return out
+    raise HarnessError("'environment' must be a mapping or a list")
+
+
+def _volumes(value: Any, service: Service) -> list[Volume]:
+    out: list[Volume] = []
+    for item in value or []:
+        if isinstance(item, dict):
+            source, target = str(item.get("source", "")), str(item.get("target", ""))
+            read_only = bool(item.get("read_only", False))
+        else:
+            parts = str(item).split(":")
+            if len(parts) < 2:
+                service.notes.append(f"volume {item!r} has no target; ignored")
+                continue
+            source, target = parts[0], parts[1]
+            read_only = len(parts) > 2 and "ro" in parts[2].split(",")
+        if "/code" in target or "/code" in source:
+            # The official runner drops these too: /code is always the candidate's workspace.
+            service.notes.append(f"volume {item!r} touches /code; dropped as the official runner does")
+            continue
+        if not (source.startswith("./") or source.startswith("../") or source == "."):
+            service.notes.append(f"volume {item!r} is not relative to the harness; not mounted")
+            continue
+        normal = PurePosixPath(source)
+        if ".." in normal.parts:
+            service.notes.append(f"volume {item!r} leaves the harness folder; not mounted")
+            continue
+        out.append(Volume(str(normal), target.rstrip("/") or "/", read_only))
+    return out
+
+
+def _dockerfile(text: str, service: Service, installed: set[str]) -> str | None:
+    """Apply a service's Dockerfile: returns its base image; notes what RUN lines need."""
+    base: str | None = None
+    joined = re.sub(r"\\\n", " ", text)
+    for raw in joined.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            base = rest.split()[0] if rest.split() else None
+        elif word == "ENV":
+            if "=" in rest:
+                for token in shlex.split(rest):
+                    key, _, val = token.partition("=")
+                    service.environment[key] = val
+            else:
+                key, _, val = rest.partition(" ")
+                service.environment[key] = val.strip()
+        elif word == "RUN":
+            missing = _missing_pip_packages(rest, installed)
+            if missing is None:
+                service.unsupported = f"Dockerfile step not reproducible locally: RUN {rest.strip()}"
+            elif missing:
+                service.unsupported = (
+                    f"needs Python package(s) {', '.join(missing)} "
+                    f"(Dockerfile: RUN {rest.strip()}); add them to the simulation environment"
+                )
+        elif word == "WORKDIR":
+            service.working_dir = rest.strip()
+    return base
+
+
+def _missing_pip_packages(command: str, installed: set[str]) -> list[str] | None:
+    """Packages a ``pip install`` step needs that are not installed; ``None`` if not pip."""
+    steps = [s.strip() for s in re.split(r"&&|;", command) if s.strip()]
+    missing: list[str] = []
+    for step in steps:
+        tokens = shlex.split(step)
+        if "pip" in " ".join(tokens[:3]) and "install" in tokens:
+            for token in tokens[tokens.index("install") + 1 :]:
+                if token.startswith("-"):
+                    continue
+                name = re.split(r"[<>=!~\[;@ ]", token, maxsplit=1)[0].lower().replace("_", "-")
+                if name and name not in installed:
+                    missing.append(name)
+        elif tokens and tokens[0] in ("echo", "mkdir", "true", "chmod"):
+            continue
+        else:
+            return None
+    return missing
+
+
+def parse_services(
+    harness: dict[str, str], installed: dict[str, set[str]] | None = None
+) -> list[Service]:
+    """Services of the harness's ``docker-compose.yml``, in file order.
+
+    ``installed`` maps each cocotb generation to the Python distributions its environment
+    has (to judge ``RUN pip install`` steps).
+    """
+    compose_path = next((p for p in harness if PurePosixPath(p).name == "docker-compose.yml"), None)
+    if compose_path is None:
+        raise HarnessError("harness has no docker-compose.yml")
+    try:
+        data = yaml.safe_load(harness[compose_path])
+    except yaml.YAMLError as exc:
+        raise HarnessError(f"docker-compose.yml is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("services"), dict) or not data["services"]:
+        raise HarnessError("docker-compose.yml defines no services")
+    base_dir = PurePosixPath(compose_path).parent
+    preferred = detect_generation(harness)
+    installed = installed or {}
+    services: list[Service] = []
+    for name, spec in data["services"].items():
+        if not isinstance(spec, dict):
+            raise HarnessError(f"service {name!r} is not a mapping")
+        service = Service(name=str(name), image="", command=[])
+        image = spec.get("image")
+        build = spec.get("build")
+        if build is not None:
+            context = build if isinstance(build, str) else str(build.get("context", "."))
+            dockerfile = "Dockerfile" if isinstance(build, str) else str(build.get("dockerfile", "Dockerfile"))
+            path = posixpath.normpath(posixpath.join(str(base_dir), context, dockerfile))
+            text = harness.get(path)
+            if text is None:
+                raise HarnessError(f"service {name!r} builds from {path}, which the harness lacks")
+            generation_hint = preferred or "cocotb2"
+            image = _dockerfile(text, service, installed.get(generation_hint, set())) or image
+        service.image = str(image or "")
+        for marker in COMMERCIAL_IMAGES:
+            if marker in service.image:
+                service.unsupported = f"needs a commercial EDA image ({marker})"
+        if service.unsupported is None:
+            image_generation = _image_generation(service.image)
+            if image_generation is None:
+                service.unsupported = f"image {service.image or '(none)'!r} is not mapped to the local toolchain"
+            else:
+                service.generation = preferred or image_generation
+        entrypoint = _as_argv(spec.get("entrypoint"), f"service {name!r} entrypoint")
+        command = _as_argv(spec.get("command"), f"service {name!r} command")
+        service.command = entrypoint + command
+        if not service.command and service.unsupported is None:
+            service.unsupported = f"service {name!r} has no command"
+        env_files = spec.get("env_file") or []
+        if isinstance(env_files, str):
+            env_files = [env_files]
+        for env_file in env_files:
+            file_path = env_file if isinstance(env_file, str) else str(env_file.get("path", ""))
+            key = posixpath.normpath(posixpath.join(str(base_dir), file_path))
+            text = harness.get(key)
+            if text is None:
+                raise HarnessError(f"service {name!r} reads env_file {file_path}, which the harness lacks")
+            service.environment.update(parse_env_file(text))
+        service.environment.update(_environment(spec.get("environment")))
+        service.volumes = _volumes(spec.get("volumes"), service)
+        if spec.get("working_dir"):
+            service.working_dir = str(spec["working_dir"])
+        services.append(service)
+    return services

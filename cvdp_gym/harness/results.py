@@ -1,0 +1,223 @@
+"""Results of harness runs, and how a failing run is classified.
+
+Failure classes (``failure_class``):
+
+- ``build_error``: the candidate does not compile or elaborate (syntax error, unknown
+  module, bad port connection) with the harness's simulator.
+- ``toolchain_gap``: Icarus 11 rejected code that a full SystemVerilog parser accepts, or
+  printed ``sorry: ... not supported``; the official image (Icarus 13) may accept it, so
+  it is not the candidate's fault and a trainer can leave it out.
+- ``test_failure``: it built, and the harness's tests failed.
+- ``timeout``: the service ran past its wall-time limit and was killed.
+- ``resource_limit``: killed for exceeding memory (or another hard limit).
+- ``harness_error``: the harness itself broke (import error, collection error).
+- ``unsupported``: the local toolchain cannot run this harness; ``reason`` names what is
+  missing (a commercial image, a Python package, an unmapped image).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+BUILD_ERROR = "build_error"
+TOOLCHAIN_GAP = "toolchain_gap"
+TEST_FAILURE = "test_failure"
+TIMEOUT = "timeout"
+RESOURCE_LIMIT = "resource_limit"
+HARNESS_ERROR = "harness_error"
+UNSUPPORTED = "unsupported"
+PASSED = "passed"
+FAILURE_CLASSES = (BUILD_ERROR, TOOLCHAIN_GAP, TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT, HARNESS_ERROR, UNSUPPORTED)
+
+_COCOTB_SUMMARY = re.compile(r"TESTS=(\d+)\s+PASS=(\d+)\s+FAIL=(\d+)\s+SKIP=(\d+)")
+_PYTEST_SUMMARY = re.compile(r"^=+ (.+?) in ([\d.]+)s(?: \([^)]*\))? =+\s*$", re.M)
+_PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
+_BUILD_FRAME = re.compile(r"runner\.py:\d+: in build\b")
+_COMPILE_ERROR = re.compile(
+    r"^\s*(\S+:\d+:\s*(syntax error|error\b)|%Error|error: |.*I give up|.*Unknown module type"
+    r"|.*Unable to find the root module|.*No top level modules|.*Elaboration failed)",
+    re.I,
+)
+_SORRY = re.compile(r"sorry: .*", re.I)
+_HARNESS_BROKEN = re.compile(
+    r"(ModuleNotFoundError|ImportError while importing|ERROR collecting|INTERNALERROR|"
+    r"no tests ran|file or directory not found:|usage: pytest)"
+)
+
+
+@dataclass
+class TestCounts:
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+    def __add__(self, other: TestCounts) -> TestCounts:
+        return TestCounts(
+            self.total + other.total,
+            self.passed + other.passed,
+            self.failed + other.failed,
+            self.skipped + other.skipped,
+        )
+
+
+@dataclass
+class ServiceResult:
+    """One compose service's run."""
+
+    name: str
+    passed: bool
+    failure_class: str | None
+    reason: str
+    returncode: int | None
+    tests: TestCounts = field(default_factory=TestCounts)
+    pytest: TestCounts = field(default_factory=TestCounts)
+    harness_s: float | None = None  # the harness's own time, as pytest reports it
+    wall_s: float = 0.0
+    generation: str | None = None
+    log_tail: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HarnessResult:
+    """The verdict on one candidate for one problem (all services must pass)."""
+
+    problem_id: str
+    passed: bool
+    failure_class: str | None
+    reason: str
+    services: list[ServiceResult] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        return PASSED if self.passed else (self.failure_class or "failed")
+
+    @property
+    def tests(self) -> TestCounts:
+        total = TestCounts()
+        for service in self.services:
+            total = total + service.tests
+        return total
+
+    @property
+    def harness_s(self) -> float | None:
+        times = [s.harness_s for s in self.services if s.harness_s is not None]
+        return sum(times) if times else None
+
+    @property
+    def generation(self) -> str | None:
+        return next((s.generation for s in self.services if s.generation), None)
+
+    @property
+    def log_tail(self) -> str:
+        failing = [s for s in self.services if not s.passed] or self.services
+        return failing[0].log_tail if failing else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict
+        data["tests"] = asdict(self.tests)
+        data["harness_s"] = self.harness_s
+        data["generation"] = self.generation
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HarnessResult:
+        services = [
+            ServiceResult(
+                **{
+                    **s,
+                    "tests": TestCounts(**s.get("tests", {})),
+                    "pytest": TestCounts(**s.get("pytest", {})),
+                }
+            )
+            for s in data.get("services", [])
+        ]
+        return cls(
+            problem_id=data["problem_id"],
+            passed=data["passed"],
+            failure_class=data.get("failure_class"),
+            reason=data.get("reason", ""),
+            services=services,
+            wall_s=data.get("wall_s", 0.0),
+        )
+
+    @classmethod
+    def failure(cls, problem_id: str, failure_class: str, reason: str) -> HarnessResult:
+        return cls(problem_id, False, failure_class, reason)
+
+
+def cocotb_counts(text: str) -> TestCounts:
+    """Sum of every cocotb regression summary (``TESTS=N PASS=P FAIL=F SKIP=S``) in ``text``."""
+    counts = TestCounts()
+    for match in _COCOTB_SUMMARY.finditer(text):
+        total, passed, failed, skipped = (int(g) for g in match.groups())
+        counts = counts + TestCounts(total, passed, failed, skipped)
+    return counts
+
+
+def pytest_summary(text: str) -> tuple[TestCounts, float | None]:
+    """Counts and duration from pytest's closing ``=== 1 passed in 0.61s ===`` line."""
+    matches = list(_PYTEST_SUMMARY.finditer(text))
+    if not matches:
+        return TestCounts(), None
+    summary, seconds = matches[-1].group(1), float(matches[-1].group(2))
+    counts = TestCounts()
+    for number, kind in _PYTEST_COUNT.findall(summary):
+        n = int(number)
+        if kind == "passed":
+            counts.passed += n
+        elif kind in ("failed", "error", "errors"):
+            counts.failed += n
+        elif kind == "skipped":
+            counts.skipped += n
+    counts.total = counts.passed + counts.failed + counts.skipped
+    return counts, seconds
+
+
+def compile_errors(text: str, limit: int = 12) -> list[str]:
+    """Compiler diagnostic lines (Icarus, Verilator) found in ``text``."""
+    lines = [line.strip() for line in text.splitlines() if _COMPILE_ERROR.match(line)]
+    return lines[:limit]
+
+
+def sorry_lines(text: str) -> list[str]:
+    return [m.group(0).strip() for m in _SORRY.finditer(text)]
+
+
+def classify_failure(output: str, build_logs: str, returncode: int | None) -> tuple[str, str]:
+    """Failure class and a one-line reason for a service that did not pass.
+
+    ``output`` is the console output; ``build_logs`` the compiler/simulator log files the
+    harness wrote (cocotb sends the compiler's output there, not to the console).
+    """
+    tests = cocotb_counts(output + "\n" + build_logs)
+    if tests.failed:
+        return TEST_FAILURE, f"{tests.failed} of {tests.total} cocotb tests failed"
+    build_failed = bool(_BUILD_FRAME.search(output))
+    errors = compile_errors(build_logs) or compile_errors(output)
+    broken = _HARNESS_BROKEN.search(output)
+    if build_failed or (errors and tests.total == 0 and not broken):
+        sorry = sorry_lines(build_logs + "\n" + output)
+        if sorry:
+            return TOOLCHAIN_GAP, f"Icarus does not support a construct: {sorry[0]}"
+        detail = errors[0] if errors else "the simulator's build step failed"
+        return BUILD_ERROR, detail
+    if broken:
+        detail = _first_pytest_error(output) or broken.group(1)
+        return HARNESS_ERROR, detail[:300]
+    if returncode in (2, 3, 4, 5):
+        return HARNESS_ERROR, f"pytest exited with status {returncode} (interrupted, internal or usage error, or no tests)"
+    if tests.total:
+        return TEST_FAILURE, "the cocotb tests passed but the harness's checks failed"
+    assertion = _first_pytest_error(output)
+    return TEST_FAILURE, assertion[:300] or f"harness exited with status {returncode}"
+
+
+def _first_pytest_error(output: str) -> str:
+    """The first ``E   ...`` line of a pytest traceback (the exception and its message)."""
+    return next((ln.strip()[1:].strip() for ln in output.splitlines() if ln.startswith("E  ")), "")

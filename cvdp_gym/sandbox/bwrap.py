@@ -1,0 +1,343 @@
+"""Run a command in a bubblewrap sandbox with hard limits.
+
+The sandbox sees a fresh root: the system's ``/usr`` (and the merged-``/usr`` symlinks),
+a handful of ``/etc`` files the toolchain needs, the simulation environment read-only, and
+exactly the mounts the caller names. It has no network, its own PID namespace (so killing
+it kills everything it started), and limits on wall time, memory, processes, file size and
+captured output. Memory and process limits use cgroups where they can be created, and
+``prlimit`` otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cvdp_gym.toolchain import SimEnv, Toolchain, detect
+
+#: ``/etc`` entries a compiler, perl and Python need; the rest of ``/etc`` stays hidden.
+_ETC_ENTRIES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "perl")
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+ELISION = "\n\n[... {n} bytes of output elided ...]\n\n"
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one sandboxed command."""
+
+    wall_s: float = 300.0
+    memory_mb: int = 4096
+    processes: int = 512
+    file_size_mb: int = 1024
+    output_bytes: int = 256_000  # captured output kept (head + tail); the rest is counted only
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass
+class SandboxResult:
+    """What happened: exit status, bounded output and why it stopped."""
+
+    returncode: int
+    output: str
+    output_bytes: int
+    truncated: bool
+    timed_out: bool
+    out_of_memory: bool
+    wall_s: float
+    command: list[str] = field(default_factory=list)
+
+
+class _BoundedOutput:
+    """Keeps the first and last ``limit/2`` bytes of a stream; counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit // 2
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail and self.tail_size - len(self.tail[0]) >= self.tail_limit:
+            self.tail_size -= len(self.tail.popleft())
+
+    def text(self) -> tuple[str, bool]:
+        tail = b"".join(self.tail)
+        if len(tail) > self.tail_limit:
+            tail = tail[-self.tail_limit :]
+        elided = self.total - len(self.head) - len(tail)
+        data = bytes(self.head)
+        if elided > 0:
+            data += ELISION.format(n=elided).encode() + tail
+        else:
+            data += tail
+        return data.decode("utf-8", errors="replace"), elided > 0
+
+
+class _Cgroups:
+    """cgroup v1/v2 memory and pids limits for one run, if this machine allows them."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.dirs: list[Path] = []
+        name = f"cvdp-gym-{uuid.uuid4().hex[:12]}"
+        root = Path("/sys/fs/cgroup")
+        memory = limits.memory_mb * 1024 * 1024
+        v1 = [
+            (root / "memory", {"memory.limit_in_bytes": memory}),
+            (root / "pids", {"pids.max": limits.processes}),
+        ]
+        v2 = root / "unified" if (root / "unified" / "cgroup.controllers").exists() else root
+        try:
+            if (root / "memory" / "memory.limit_in_bytes").exists():
+                for base, settings in v1:
+                    self._make(base / name, settings)
+            elif (v2 / "cgroup.controllers").exists():
+                controllers = (v2 / "cgroup.subtree_control").read_text()
+                if "memory" in controllers and "pids" in controllers:
+                    self._make(v2 / name, {"memory.max": memory, "pids.max": limits.processes})
+        except OSError:
+            self.remove()
+            self.dirs = []
+
+    def _make(self, path: Path, settings: Mapping[str, int]) -> None:
+        path.mkdir()
+        self.dirs.append(path)
+        for key, value in settings.items():
+            (path / key).write_text(str(value))
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for d in self.dirs:
+            with contextlib.suppress(OSError):
+                found |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+        return found
+
+    def kill_all(self) -> None:
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+    def out_of_memory(self) -> bool:
+        for d in self.dirs:
+            for name in ("memory.oom_control", "memory.events"):
+                with contextlib.suppress(OSError):
+                    for line in (d / name).read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill" and int(value) > 0:
+                            return True
+        return False
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+class BubblewrapSandbox:
+    """Runs commands under ``bwrap`` with the local simulation toolchain visible."""
+
+    name = "bubblewrap"
+
+    def __init__(self, toolchain: Toolchain | None = None) -> None:
+        self.toolchain = toolchain or detect()
+        if not self.toolchain.bwrap.ok:
+            raise SandboxUnavailable(
+                f"bubblewrap (bwrap) not found; install it with: {self.toolchain.bwrap.fix}"
+            )
+
+    def _system_args(self, env: SimEnv | None) -> list[str]:
+        args: list[str] = []
+        for name in _SYSTEM_DIRS:
+            path = Path("/") / name
+            if path.is_symlink():
+                args += ["--symlink", os.readlink(path), str(path)]
+            elif path.is_dir():
+                args += ["--ro-bind", str(path), str(path)]
+        for entry in _ETC_ENTRIES:
+            path = Path("/etc") / entry
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        if env is not None:
+            base = env.base_prefix
+            if base is not None and not str(base).startswith("/usr/"):
+                args += ["--ro-bind", str(base), str(base)]
+            args += ["--ro-bind", str(env.prefix), str(env.prefix)]
+        return args
+
+    def command(
+        self,
+        argv: list[str],
+        *,
+        mounts: Iterable[Mount],
+        scratch: Path,
+        cwd: str,
+        env: Mapping[str, str],
+        sim_env: SimEnv | None,
+    ) -> list[str]:
+        """The ``bwrap`` argument vector (without the limit wrapper)."""
+        args = [
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            *self._system_args(sim_env),
+        ]
+        (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+        args += ["--dir", "/etc", "--ro-bind", str(_identity_files(scratch)), "/etc/passwd"]
+        args += ["--bind", str(scratch / "tmp"), "/tmp"]
+        for mount in mounts:
+            args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+        args += ["--chdir", cwd, "--clearenv"]
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        return [*args, "--", *argv]
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        mounts: Iterable[Mount] = (),
+        scratch: Path,
+        cwd: str = "/",
+        env: Mapping[str, str] | None = None,
+        sim_env: SimEnv | None = None,
+        limits: Limits | None = None,
+    ) -> SandboxResult:
+        """Run ``argv`` and return its result; never leaves a process behind."""
+        limits = limits or Limits()
+        full_env = dict(env or {})
+        if sim_env is not None:
+            full_env.setdefault("PATH", f"{sim_env.bin_dir}:/usr/local/bin:/usr/bin:/bin")
+        full_env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        bwrap_argv = self.command(
+            argv, mounts=mounts, scratch=scratch, cwd=cwd, env=full_env, sim_env=sim_env
+        )
+        cgroups = _Cgroups(limits)
+        prlimit = [
+            shutil.which("prlimit") or "prlimit",
+            f"--fsize={limits.file_size_mb * 1024 * 1024}",
+            "--core=0",
+        ]
+        if not cgroups.dirs:  # no cgroups here: per-process limits instead
+            prlimit += [f"--nproc={limits.processes}", f"--as={limits.memory_mb * 1024 * 1024 * 4}"]
+        join = "".join(f'echo $$ > "{f}" && ' for f in cgroups.procs_files)
+        wrapper = ["/bin/sh", "-c", f'{join}exec "$@"', "sh", *prlimit, "--", *bwrap_argv]
+
+        start = time.monotonic()
+        output = _BoundedOutput(limits.output_bytes)
+        timed_out = False
+        try:
+            proc = subprocess.Popen(
+                wrapper,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            cgroups.remove()
+            raise SandboxUnavailable(f"cannot start bubblewrap: {exc}") from exc
+        try:
+            assert proc.stdout is not None
+            fd = proc.stdout.fileno()
+            deadline = start + limits.wall_s
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+                if ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    output.feed(chunk)
+            if timed_out:
+                _kill_group(proc)
+            try:
+                returncode = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                returncode = proc.wait()
+        finally:
+            _kill_group(proc)
+            cgroups.kill_all()
+            oom = cgroups.out_of_memory()
+            cgroups.remove()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        text, truncated = output.text()
+        return SandboxResult(
+            returncode=returncode if not timed_out else -signal.SIGKILL,
+            output=text,
+            output_bytes=output.total,
+            truncated=truncated,
+            timed_out=timed_out,
+            out_of_memory=oom,
+            wall_s=time.monotonic() - start,
+            command=bwrap_argv,
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _identity_files(scratch: Path) -> Path:
+    """A minimal ``/etc/passwd`` so tools that look up the user work without the host's."""
+    path = scratch / "passwd"
+    if not path.exists():
+        path.write_text("root:x:0:0:root:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
+    return path

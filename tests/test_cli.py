@@ -1,0 +1,60 @@
+"""The cvdp-gym command line, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cvdp_gym.data import load_dataset
+
+CLI = [sys.executable, "-m", "cvdp_gym.cli"]
+
+
+def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_doctor_lists_every_component():
+    out = run_cli("doctor")
+    for name in ("bwrap", "iverilog", "python env cocotb2", "verilator (cocotb2)"):
+        assert name in out.stdout
+    assert out.returncode in (0, 1)
+    if out.returncode == 1:
+        assert "cvdp-gym toolchain install" in out.stdout or "apt-get install" in out.stdout
+
+
+@pytest.mark.sandbox
+def test_check_writes_results_and_resumes(toolchain, tmp_path):
+    pid = load_dataset("bundled").ids[0]
+    out_file = tmp_path / "check.jsonl"
+    first = run_cli("check", "bundled", "--id", pid, "--out", str(out_file), "--jobs", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    names = {r["name"] for r in rows}
+    assert {"reference", "syntax_error", "functional_bug", "wrong_port_name"} <= names
+    assert all(r["matches"] for r in rows)
+    assert "verdicts as expected" in first.stdout
+    # A torn last line (an interrupted run) is ignored; finished rows are not run again.
+    with open(out_file, "a") as handle:
+        handle.write('{"key": "torn')
+    second = run_cli("check", "bundled", "--id", pid, "--out", str(out_file), "--resume")
+    assert second.returncode == 0, second.stdout
+    lines = out_file.read_text().splitlines()
+    assert len([ln for ln in lines if ln.startswith('{"key": "' + pid)]) == len(rows)
+
+
+def test_check_reports_bad_dataset_clearly(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n")
+    out = run_cli("check", str(bad), "--out", str(tmp_path / "o.jsonl"))
+    assert out.returncode == 2
+    assert "bad.jsonl:1: malformed JSON" in out.stdout
+
+
+def test_export_bundled_round_trips(tmp_path):
+    path = tmp_path / "b.jsonl"
+    assert run_cli("export-bundled", str(path)).returncode == 0
+    assert load_dataset(str(path)).ids == load_dataset("bundled").ids

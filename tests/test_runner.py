@@ -1,0 +1,186 @@
+"""The harness runner on real harnesses: verdicts, failure classes, generations, limits."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cvdp_gym.data.problems import problem_from_record
+from cvdp_gym.sandbox import Limits
+
+pytestmark = pytest.mark.sandbox
+
+RTL = """module inv #(parameter W = 4) (input logic [W-1:0] a, output logic [W-1:0] y);
+  assign y = ~a;
+endmodule
+"""
+TEST = """import cocotb
+from cocotb.triggers import Timer
+
+@cocotb.test()
+async def test_all(dut):
+    for v in range(16):
+        dut.a.value = v
+        await Timer(1, {unit}="ns")
+        assert int(dut.y.value) == (~v) & 0xF, f"a={{v}} y={{int(dut.y.value)}}"
+
+@cocotb.test()
+async def test_zero(dut):
+    dut.a.value = 0
+    await Timer(1, {unit}="ns")
+    assert int(dut.y.value) == 0xF
+"""
+RUNNER = """import os
+from {module} import get_runner
+
+def test_inv():
+    runner = get_runner(os.getenv("SIM", "icarus"))
+    runner.build(sources=os.getenv("VERILOG_SOURCES").split(), hdl_toplevel=os.getenv("TOPLEVEL"),
+                 always=True, clean=True, timescale=("1ns", "1ps"), log_file="build.log")
+    runner.test(hdl_toplevel=os.getenv("TOPLEVEL"), test_module=os.getenv("MODULE"))
+"""
+ENV = "SIM = icarus\nTOPLEVEL_LANG = verilog\nVERILOG_SOURCES = /code/rtl/inv.sv\nTOPLEVEL = inv\nMODULE = test_inv\nPYTHONPATH = /src\n"
+SERVICE = """  {name}:
+    image: {image}
+    volumes:
+      - ./src/:/src/:ro
+    env_file    : ./src/.env
+    command     : pytest -s -o cache_dir=/rundir/harness/.cache /src/{runner} -v
+"""
+
+
+def make_problem(generation="cocotb2", image="__OSS_SIM_IMAGE__", services=("direct",), extra=None, agentic=False):
+    module = "cocotb_tools.runner" if generation == "cocotb2" else "cocotb.runner"
+    unit = "unit" if generation == "cocotb2" else "units"
+    compose = "services:\n" + "".join(
+        SERVICE.format(name=n, image=image, runner="test_runner.py") for n in services
+    )
+    harness = {
+        "docker-compose.yml": compose,
+        "src/.env": ENV,
+        "src/test_runner.py": RUNNER.format(module=module),
+        "src/test_inv.py": TEST.format(unit=unit),
+        **(extra or {}),
+    }
+    if agentic:
+        record = {"id": f"agentic_inv_{generation}", "categories": ["cid003", "easy"], "system_message": "",
+                  "prompt": "p", "context": {"docs/spec.md": "invert"}, "patch": {"rtl/inv.sv": ""}, "harness": harness}
+    else:
+        record = {"id": f"inv_{generation}", "categories": ["cid003", "easy"],
+                  "input": {"prompt": "p", "context": {}}, "output": {"context": {"rtl/inv.sv": RTL}},
+                  "harness": {"files": harness}}
+    return problem_from_record(record)
+
+
+def test_reference_passes_with_counts_and_times(runner):
+    result = runner.run(make_problem(), {"rtl/inv.sv": RTL})
+    assert result.passed and result.failure_class is None, result.reason + result.log_tail
+    assert (result.tests.total, result.tests.passed, result.tests.failed) == (2, 2, 0)
+    assert result.generation == "cocotb2"
+    assert 0 < result.harness_s < result.wall_s
+
+
+def test_agentic_layout_runs_in_rundir(runner):
+    result = runner.run(make_problem(agentic=True), {"rtl/inv.sv": RTL})
+    assert result.passed, result.log_tail
+
+
+def test_cocotb1_harness_runs_in_the_cocotb1_environment(runner, toolchain):
+    if not toolchain.env("cocotb1").installed:
+        pytest.skip("cocotb1 environment not installed")
+    result = runner.run(make_problem("cocotb1"), {"rtl/inv.sv": RTL})
+    assert result.passed, result.log_tail
+    assert result.generation == "cocotb1"
+    wrong = runner.run(make_problem("cocotb1"), {"rtl/inv.sv": RTL.replace("~a", "a")})
+    assert wrong.failure_class == "test_failure"
+
+
+@pytest.mark.parametrize(
+    "rtl, failure_class, reason",
+    [
+        (RTL.replace("endmodule", ""), "build_error", "syntax error"),
+        (RTL.replace("~a", "a ^ 4'b0001"), "test_failure", "2 of 2 cocotb tests failed"),
+        (RTL.replace("output logic [W-1:0] y", "output logic [W-1:0] y_o").replace("assign y", "assign y_o"), "test_failure", "cocotb tests failed"),
+        (RTL.replace("module inv", "module not_inv"), "build_error", ""),
+        # Icarus 11 rejects typed parameters in the port list; Icarus 13 and Verilator accept them.
+        (RTL.replace("parameter W = 4", "parameter int unsigned W = 4"), "toolchain_gap", "Verilator"),
+    ],
+    ids=["syntax", "functional", "port_name", "top_name", "icarus11_gap"],
+)
+def test_wrong_candidates_get_their_class(runner, rtl, failure_class, reason):
+    result = runner.run(make_problem(), {"rtl/inv.sv": rtl})
+    assert not result.passed
+    assert result.failure_class == failure_class, result.reason + "\n" + result.log_tail
+    assert reason in result.reason
+
+
+def test_every_service_must_pass(runner):
+    compose = "services:\n" + SERVICE.format(name="direct", image="__OSS_SIM_IMAGE__", runner="test_runner.py")
+    compose += SERVICE.format(name="extra", image="__OSS_SIM_IMAGE__", runner="test_extra.py")
+    extra = {
+        "docker-compose.yml": compose,
+        "src/test_extra.py": "def test_more():\n    assert False, 'second service checks more'\n",
+    }
+    result = runner.run(make_problem(extra=extra), {"rtl/inv.sv": RTL})
+    assert [s.name for s in result.services] == ["direct", "extra"]
+    assert [s.passed for s in result.services] == [True, False]
+    assert not result.passed and result.reason.startswith("extra:")
+
+
+def test_harness_import_error_is_a_harness_error(runner):
+    broken = {"src/test_runner.py": "import not_a_module_anywhere\n\ndef test_x():\n    pass\n"}
+    result = runner.run(make_problem(extra=broken), {"rtl/inv.sv": RTL})
+    assert result.failure_class == "harness_error", result.reason
+    assert "not_a_module_anywhere" in result.reason
+
+
+def test_unsupported_images_and_packages_are_not_run(runner):
+    result = runner.run(make_problem(image="ubuntu:22.04"), {"rtl/inv.sv": RTL})
+    assert result.failure_class == "unsupported" and "ubuntu:22.04" in result.reason
+    compose = "services:\n  direct:\n    build: .\n    env_file: ./src/.env\n    command: pytest /src/test_runner.py\n"
+    needs_pkg = {"docker-compose.yml": compose, "Dockerfile": "FROM __OSS_SIM_IMAGE__\nRUN pip install surely-not-installed-pkg\n"}
+    result = runner.run(make_problem(extra=needs_pkg), {"rtl/inv.sv": RTL})
+    assert result.failure_class == "unsupported" and "surely-not-installed-pkg" in result.reason
+
+
+def test_candidate_paths_cannot_escape(runner):
+    result = runner.run(make_problem(), {"../../etc/evil.sv": RTL})
+    assert not result.passed and "not inside the workspace" in result.reason
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes() or marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_simulation_that_never_finishes_is_killed_without_orphans(runner):
+    marker = f"cvdpmark{uuid.uuid4().hex[:12]}"
+    forever = RTL.replace("endmodule", "  reg clk = 0;\n  always #1 clk = ~clk;\nendmodule")
+    hang = {"src/test_inv.py": "import cocotb\nfrom cocotb.triggers import Timer\n\n@cocotb.test()\nasync def test_hang(dut):\n    while True:\n        await Timer(1000, unit='ns')\n"}
+    problem = make_problem(extra={**hang, "src/.env": ENV + f"MARKER = {marker}\n"})
+    start = time.monotonic()
+    result = runner.run(problem, {"rtl/inv.sv": forever}, limits=Limits(wall_s=4))
+    assert result.failure_class == "timeout", result.reason
+    assert time.monotonic() - start < 30
+    time.sleep(0.2)
+    assert _processes_with(marker) == []
+
+
+def test_nothing_is_written_outside_the_run_folder(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    result = runner.run(make_problem(), {"rtl/inv.sv": RTL})
+    assert result.passed
+    assert list(tmp_path.iterdir()) == []  # the run folder was created here and removed
