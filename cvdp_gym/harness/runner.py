@@ -31,8 +31,11 @@ from cvdp_gym.harness.results import (
     ServiceResult,
     classify_failure,
     cocotb_counts,
+    compile_errors,
     pytest_summary,
+    sorry_lines,
 )
+from cvdp_gym.harness.svparse import parse_sources
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox, Limits, Mount, SandboxResult
 
 #: Folders the official runner creates (and mounts under /code) for every problem.
@@ -70,7 +73,18 @@ class RunOptions:
 
     limits: Limits = field(default_factory=Limits)
     keep_dir: Path | None = None  # copy the run folder here before removing it
-    gap_check: bool = True  # on an Icarus build error, ask Verilator's parser for a second opinion
+    gap_check: bool = True  # on an Icarus build error, ask slang for a second opinion
+
+
+@dataclass
+class LintResult:
+    """A compile-only verdict: ``ok``, or the compiler's errors (``gap``: Icarus-only rejection)."""
+
+    ok: bool
+    gap: bool
+    errors: list[str]
+    simulator: str
+    seconds: float
 
 
 class HarnessRunner:
@@ -217,35 +231,81 @@ class HarnessRunner:
                 result.failure_class == BUILD_ERROR
                 and self.options.gap_check
                 and service.environment.get("SIM", "icarus").lower() == "icarus"
-                and self._verilator_accepts(run_dir, service)
+                and self._full_parser_accepts(run_dir, service)
             ):
                 result.failure_class = TOOLCHAIN_GAP
-                result.reason = f"Icarus 11 rejected code that Verilator's parser accepts ({result.reason})"
+                result.reason = f"Icarus 11 rejected code that a full SystemVerilog parser (slang) accepts ({result.reason})"
         if result.failure_class in (BUILD_ERROR, TOOLCHAIN_GAP) and logs.strip():
             result.log_tail = (logs[-LOG_TAIL_CHARS // 2 :] + "\n" + output[-LOG_TAIL_CHARS // 2 :]).strip()
         return result
 
-    def _verilator_accepts(self, run_dir: Path, service: Service) -> bool:
-        """Second opinion from a full SystemVerilog parser on the sources Icarus rejected."""
-        sources = service.environment.get("VERILOG_SOURCES", "").split()
+    def lint(self, problem: Problem, files: Mapping[str, str], *, workspace: Path | None = None) -> LintResult:
+        """Compile-only check of the candidate with the simulator the harness uses.
+
+        Icarus: ``iverilog -g2012 -t null`` (parse and elaborate, no code generation);
+        Verilator: ``--lint-only``. When Icarus rejects code that slang (a full SystemVerilog parser) accepts,
+        ``gap`` is set: the official image's newer Icarus may accept it.
+        """
+        start = time.monotonic()
+        try:
+            services = parse_services(problem.harness, self._installed)
+        except HarnessError as exc:
+            return LintResult(True, False, [f"harness not readable: {exc}"], "none", 0.0)
+        service = next((s for s in services if s.generation and "VERILOG_SOURCES" in s.environment), None)
+        if service is None or not self.toolchain.env(service.generation or "cocotb2").installed:
+            return LintResult(True, False, ["no lintable service; left to the harness"], "none", 0.0)
+        sources = service.environment["VERILOG_SOURCES"].split()
+        top = service.environment.get("TOPLEVEL", "")
+        simulator = service.environment.get("SIM", "icarus").lower()
+        run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-lint-"))
+        try:
+            try:
+                self._prepare(run_dir, problem, files, workspace)
+            except (CandidateError, OSError) as exc:
+                return LintResult(False, False, [str(exc)], simulator, time.monotonic() - start)
+            present = [s for s in sources if (run_dir / "code" / check_relative_path(s)).exists()]
+            if simulator == "verilator":
+                argv = ["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--timing"]
+                argv += ["--top-module", top] if top else []
+            else:
+                simulator = "icarus"
+                argv = ["iverilog", "-g2012", "-t", "null"] + (["-s", top] if top else [])
+            argv += sorted({f"-I{posixpath.dirname(s)}" for s in present}) + present
+            env = self.toolchain.env(service.generation or "cocotb2")
+            outcome = self.sandbox.run(
+                argv,
+                mounts=[Mount(run_dir / "code", "/code")],
+                scratch=run_dir / "scratch",
+                cwd="/code",
+                env={"HOME": "/tmp"},
+                sim_env=env,
+                limits=Limits(wall_s=60, output_bytes=20_000),
+            )
+            ok = outcome.returncode == 0 and not outcome.timed_out
+            errors = compile_errors(outcome.output) or ([outcome.output.strip()[-500:]] if not ok else [])
+            gap = False
+            if not ok and simulator == "icarus":
+                gap = bool(sorry_lines(outcome.output)) or self._full_parser_accepts(run_dir, service)
+            return LintResult(ok, gap, errors, simulator, time.monotonic() - start)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _full_parser_accepts(self, run_dir: Path, service: Service) -> bool:
+        """Second opinion from slang, a full SystemVerilog front end, on what Icarus rejected."""
+        sources = {}
+        for path in service.environment.get("VERILOG_SOURCES", "").split():
+            try:
+                local = run_dir / "code" / check_relative_path(path)
+            except CandidateError:
+                return False
+            if not local.is_file():
+                return False
+            sources[path] = local.read_text(encoding="utf-8", errors="replace")
         if not sources:
             return False
-        env = self.toolchain.env(service.generation or "cocotb2")
-        argv = ["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--timing"]
+        parsed = parse_sources(sources)
         top = service.environment.get("TOPLEVEL")
-        if top:
-            argv += ["--top-module", top]
-        argv += sorted({f"-I{posixpath.dirname(s)}" for s in sources}) + sources
-        outcome = self.sandbox.run(
-            argv,
-            mounts=[Mount(run_dir / "code", "/code")],
-            scratch=run_dir / "scratch",
-            cwd="/code",
-            env={"HOME": "/tmp"},
-            sim_env=env,
-            limits=Limits(wall_s=60, output_bytes=20_000),
-        )
-        return outcome.returncode == 0 and not outcome.timed_out
+        return parsed.ok and (not top or top in parsed.modules)
 
 
 def _read_logs(run_dir: Path) -> str:

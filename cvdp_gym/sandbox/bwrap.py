@@ -231,11 +231,12 @@ class BubblewrapSandbox:
             "/dev",
             "--proc",
             "/proc",
-            *self._system_args(sim_env),
         ]
+        # /tmp first: the toolchain may itself live under /tmp and is bound over it below.
         (scratch / "tmp").mkdir(parents=True, exist_ok=True)
-        args += ["--dir", "/etc", "--ro-bind", str(_identity_files(scratch)), "/etc/passwd"]
         args += ["--bind", str(scratch / "tmp"), "/tmp"]
+        args += ["--dir", "/etc", "--ro-bind", str(_identity_files(scratch)), "/etc/passwd"]
+        args += self._system_args(sim_env)
         for mount in mounts:
             args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
         args += ["--chdir", cwd, "--clearenv"]

@@ -1,0 +1,31 @@
+import os
+
+import pytest
+from cocotb_tools.runner import get_runner
+
+verilog_sources = os.getenv("VERILOG_SOURCES").split()
+toplevel_lang   = os.getenv("TOPLEVEL_LANG")
+sim             = os.getenv("SIM", "icarus")
+toplevel        = os.getenv("TOPLEVEL")
+module          = os.getenv("MODULE")
+
+
+def runner(N: int = 8):
+    parameters = {"N": N}
+    runner = get_runner(sim)
+    runner.build(
+        sources=verilog_sources,
+        hdl_toplevel=toplevel,
+        parameters=parameters,
+        always=True,
+        clean=True,
+        verbose=True,
+        timescale=("1ns", "1ps"),
+        log_file="build.log",
+    )
+    runner.test(hdl_toplevel=toplevel, test_module=module, waves=False)
+
+
+@pytest.mark.parametrize("N", [5, 8, 16])
+def test_priority_encoder(N):
+    runner(N=N)

@@ -1,0 +1,27 @@
+import os
+
+from cocotb_tools.runner import get_runner
+
+verilog_sources = os.getenv("VERILOG_SOURCES").split()
+toplevel_lang   = os.getenv("TOPLEVEL_LANG")
+sim             = os.getenv("SIM", "icarus")
+toplevel        = os.getenv("TOPLEVEL")
+module          = os.getenv("MODULE")
+
+
+def test_runner():
+    runner = get_runner(sim)
+    runner.build(
+        sources=verilog_sources,
+        hdl_toplevel=toplevel,
+        always=True,
+        clean=True,
+        verbose=True,
+        timescale=("1ns", "1ps"),
+        log_file="build.log",
+    )
+    runner.test(hdl_toplevel=toplevel, test_module=module, waves=False)
+
+
+if __name__ == "__main__":
+    test_runner()
