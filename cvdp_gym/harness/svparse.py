@@ -62,9 +62,11 @@ def parse_sources(sources: dict[str, str]) -> ParseResult:
     return ParseResult(errors, modules)
 
 
-def _describe(instance, modules: dict[str, ModuleInterface]) -> None:
+def _describe(instance, modules: dict[str, ModuleInterface], depth: int = 0) -> None:
     body = instance.body
     info = modules.setdefault(body.name, ModuleInterface(body.name, {}))
+    if info.ports or info.members:
+        return  # described through another instance already
     for port in body.portList:
         direction = str(getattr(port, "direction", "")).split(".")[-1]
         info.ports[port.name] = _DIRECTIONS.get(direction, direction.lower())
@@ -76,3 +78,5 @@ def _describe(instance, modules: dict[str, ModuleInterface]) -> None:
         if "Parameter" in kind:
             info.parameters.add(name)
         info.members.add(name)
+        if kind == "SymbolKind.Instance" and depth < 32 and hasattr(member, "body"):
+            _describe(member, modules, depth + 1)  # modules only instantiated by others

@@ -65,6 +65,7 @@ class SandboxResult:
     out_of_memory: bool
     wall_s: float
     command: list[str] = field(default_factory=list)
+    cgroups: list[str] = field(default_factory=list)  # enforced limits here (removed after the run)
 
 
 class _BoundedOutput:
@@ -328,6 +329,7 @@ class BubblewrapSandbox:
             out_of_memory=oom,
             wall_s=time.monotonic() - start,
             command=bwrap_argv,
+            cgroups=[str(d) for d in cgroups.dirs],
         )
 
 

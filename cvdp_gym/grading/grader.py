@@ -1,0 +1,225 @@
+"""Staged grading: format → syntax → interface → harness tests.
+
+Each stage is far cheaper than the next, and a failed stage stops the later ones: a
+response with no code costs nothing, a syntax error costs one compile (tens of
+milliseconds), and only a candidate that compiles and declares the right interface costs a
+simulation. Results are cached by content hash, so identical responses are simulated once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.grading.cache import GradeCache, content_key
+from cvdp_gym.grading.interface import check_interface
+from cvdp_gym.harness.results import (
+    BUILD_ERROR,
+    TOOLCHAIN_GAP,
+    UNSUPPORTED,
+    HarnessResult,
+    TestCounts,
+)
+from cvdp_gym.harness.runner import HarnessRunner
+from cvdp_gym.parsers import extract_files
+
+GRADER_VERSION = 1
+#: Failure classes of the grader's own stages (the harness adds its classes).
+FORMAT_ERROR = "format_error"
+INTERFACE_ERROR = "interface_error"
+STAGES = ("format", "syntax", "interface", "tests")
+LOG_TAIL_CHARS = 2000
+
+
+@dataclass
+class Stage:
+    """One stage's verdict: ``passed`` is None when the stage did not run."""
+
+    name: str
+    passed: bool | None
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class GradeResult:
+    """Everything a reward function or a report needs about one graded answer."""
+
+    problem_id: str
+    stages: list[Stage]
+    failure_class: str | None
+    reason: str
+    tests: TestCounts = field(default_factory=TestCounts)
+    files: dict[str, str] = field(default_factory=dict)
+    extraction: dict[str, Any] = field(default_factory=dict)
+    log_tail: str = ""
+    wall_s: float = 0.0
+    cached: bool = False
+
+    def stage(self, name: str) -> Stage:
+        return next(s for s in self.stages if s.name == name)
+
+    @property
+    def format_ok(self) -> bool:
+        return bool(self.stage("format").passed)
+
+    @property
+    def syntax_ok(self) -> bool:
+        return bool(self.stage("syntax").passed)
+
+    @property
+    def interface_ok(self) -> bool:
+        return bool(self.stage("interface").passed)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.stage("tests").passed)
+
+    @property
+    def test_fraction(self) -> float:
+        return self.tests.passed / self.tests.total if self.tests.total else float(self.passed)
+
+    @property
+    def excluded(self) -> bool:
+        """Not the answer's fault (toolchain gap, unsupported): leave out of training."""
+        return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["passed"] = self.passed
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GradeResult:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields["stages"] = [Stage(**s) for s in data["stages"]]
+        fields["tests"] = TestCounts(**data.get("tests", {}))
+        return cls(**fields)
+
+
+class Grader:
+    """Grades answers to CVDP problems; thread-safe, one per process is enough.
+
+    ``cache``: a ``GradeCache``, a path for one, or ``None`` to grade without caching.
+    ``lint`` and ``interface`` turn the cheap pre-simulation stages on or off.
+    """
+
+    def __init__(
+        self,
+        runner: HarnessRunner | None = None,
+        *,
+        cache: GradeCache | str | Path | None = None,
+        lint: bool = True,
+        interface: bool = True,
+    ) -> None:
+        self.runner = runner or HarnessRunner()
+        self.cache = GradeCache(cache) if isinstance(cache, (str, Path)) else cache
+        self.lint = lint
+        self.interface = interface
+        self._fingerprint = self.runner.toolchain.fingerprint()
+
+    def grade_response(self, problem: Problem, response: str) -> GradeResult:
+        """Extract the target files from a single-shot answer, then grade them."""
+        start = time.monotonic()
+        extraction = extract_files(response, list(problem.targets))
+        info = {
+            "method": extraction.method,
+            "blocks_found": extraction.blocks_found,
+            "missing": extraction.missing,
+            "had_think": extraction.had_think,
+            "harmony": extraction.harmony,
+            "notes": extraction.notes,
+        }
+        if not extraction.found_all:
+            missing = ", ".join(extraction.missing) or "the target file"
+            stages = [Stage("format", False, f"no code found for {missing}")] + [Stage(n, None) for n in STAGES[1:]]
+            return GradeResult(problem.id, stages, FORMAT_ERROR, f"no code found for {missing}", extraction=info, wall_s=time.monotonic() - start)
+        result = self.grade_files(problem, extraction.files)
+        result.extraction = info
+        result.wall_s = time.monotonic() - start
+        return result
+
+    def grade_files(self, problem: Problem, files: Mapping[str, str], *, workspace: Path | None = None) -> GradeResult:
+        """Grade candidate files (workspace-relative path → text), format stage included."""
+        start = time.monotonic()
+        key = None
+        if self.cache is not None and workspace is None:
+            key = content_key(
+                GRADER_VERSION, self._fingerprint, self.lint, self.interface,
+                problem.harness, problem.context, problem.reference, dict(files),
+            )
+            hit = self.cache.get(key)
+            if hit is not None:
+                result = GradeResult.from_dict(hit)
+                result.cached = True
+                result.wall_s = time.monotonic() - start
+                return result
+        result = self._grade(problem, dict(files), workspace)
+        result.wall_s = time.monotonic() - start
+        if key is not None and result.failure_class not in ("timeout", "resource_limit"):
+            self.cache.put(key, result.to_dict())
+        return result
+
+    def _grade(self, problem: Problem, files: dict[str, str], workspace: Path | None) -> GradeResult:
+        stages = [Stage("format", True, f"{len(files)} file(s)")]
+
+        def stop(failure_class: str, reason: str, tail: str = "") -> GradeResult:
+            stages.extend(Stage(n, None) for n in STAGES[len(stages):])
+            return GradeResult(problem.id, stages, failure_class, reason, files=files, log_tail=tail[-LOG_TAIL_CHARS:])
+
+        if problem.unsupported:
+            return stop(UNSUPPORTED, problem.unsupported)
+        if self.lint:
+            lint = self.runner.lint(problem, files, workspace=workspace)
+            detail = "; ".join(lint.errors[:3])
+            stages.append(Stage("syntax", lint.ok, detail if not lint.ok else lint.simulator, lint.seconds))
+            if not lint.ok:
+                if lint.gap:
+                    return stop(TOOLCHAIN_GAP, f"Icarus 11 rejected code a full SystemVerilog parser accepts: {detail}")
+                return stop(BUILD_ERROR, detail or "does not compile", "\n".join(lint.errors))
+        else:
+            stages.append(Stage("syntax", None, "skipped"))
+        if self.interface:
+            t0 = time.monotonic()
+            verdict = check_interface(problem, files)
+            stages.append(Stage("interface", verdict.ok, verdict.detail, time.monotonic() - t0))
+            if not verdict.ok:
+                return stop(INTERFACE_ERROR, verdict.detail)
+        else:
+            stages.append(Stage("interface", None, "skipped"))
+        harness = self.runner.run(problem, files, workspace=workspace)
+        return self._with_harness(problem, stages, files, harness)
+
+    @staticmethod
+    def _with_harness(problem: Problem, stages: list[Stage], files: dict[str, str], harness: HarnessResult) -> GradeResult:
+        if stages[1].passed is None and harness.failure_class in (BUILD_ERROR, TOOLCHAIN_GAP):
+            stages[1] = Stage("syntax", False, harness.reason)
+        elif stages[1].passed is None:
+            stages[1] = Stage("syntax", True, "compiled in the harness")
+        stages.append(Stage("tests", harness.passed, harness.reason, harness.wall_s))
+        return GradeResult(
+            problem.id,
+            stages,
+            harness.failure_class,
+            harness.reason,
+            tests=harness.tests,
+            files=files,
+            log_tail=harness.log_tail[-LOG_TAIL_CHARS:],
+        )
+
+    async def grade_many(
+        self, items: Iterable[tuple[Problem, str]], *, concurrency: int = 2
+    ) -> list[GradeResult]:
+        """Grade ``(problem, response)`` pairs concurrently (bounded), in input order."""
+        semaphore = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(problem: Problem, response: str) -> GradeResult:
+            async with semaphore:
+                return await asyncio.to_thread(self.grade_response, problem, response)
+
+        return list(await asyncio.gather(*(one(p, r) for p, r in items)))

@@ -1,0 +1,58 @@
+"""Rewards computed from a ``GradeResult``.
+
+- ``shaped`` (default): 0.1 for extractable code + 0.3 if it compiles + 1.0 if every test
+  passes (maximum 1.4). Compiling is worth something on its own: early in training most
+  samples do not.
+- ``partial``: the shaping plus the fraction of cocotb tests passed (maximum 1.4).
+- ``binary``: 1.0 if every test passes, else 0.0.
+- any callable ``GradeResult -> float``.
+
+``interface_credit`` adds that much when the interface check passes (off by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cvdp_gym.grading.grader import GradeResult
+
+RewardFn = Callable[[GradeResult], float]
+FORMAT_REWARD, SYNTAX_REWARD, PASS_REWARD = 0.1, 0.3, 1.0
+MAX_SHAPED = FORMAT_REWARD + SYNTAX_REWARD + PASS_REWARD
+
+
+def shaped(result: GradeResult) -> float:
+    return (
+        FORMAT_REWARD * result.format_ok
+        + SYNTAX_REWARD * result.syntax_ok
+        + PASS_REWARD * result.passed
+    )
+
+
+def partial(result: GradeResult) -> float:
+    tests = result.test_fraction if result.syntax_ok else 0.0
+    return FORMAT_REWARD * result.format_ok + SYNTAX_REWARD * result.syntax_ok + PASS_REWARD * tests
+
+
+def binary(result: GradeResult) -> float:
+    return float(result.passed)
+
+
+REWARDS: dict[str, RewardFn] = {"shaped": shaped, "partial": partial, "binary": binary}
+
+
+def make_reward(spec: str | RewardFn = "shaped", *, interface_credit: float = 0.0) -> RewardFn:
+    """A reward function from a name or a callable, optionally crediting a correct interface."""
+    if callable(spec):
+        base = spec
+    elif spec in REWARDS:
+        base = REWARDS[spec]
+    else:
+        raise ValueError(f"unknown reward {spec!r}; expected one of {sorted(REWARDS)} or a callable")
+    if not interface_credit:
+        return base
+
+    def with_interface(result: GradeResult) -> float:
+        return base(result) + interface_credit * result.interface_ok
+
+    return with_interface
