@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cvdp_gym.toolchain import detect
@@ -27,3 +29,21 @@ def runner(sandbox):
     from cvdp_gym.harness import HarnessRunner
 
     return HarnessRunner(sandbox)
+
+
+def _processes_with(marker: str) -> list[int]:
+    """PIDs whose command line or environment contains ``marker`` (to prove nothing is left)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if any(marker.encode() in (entry / f).read_bytes() for f in ("cmdline", "environ")):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture
+def processes_with():
+    return _processes_with

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -151,19 +150,7 @@ def test_candidate_paths_cannot_escape(runner):
     assert not result.passed and "not inside the workspace" in result.reason
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes() or marker.encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def test_simulation_that_never_finishes_is_killed_without_orphans(runner):
+def test_simulation_that_never_finishes_is_killed_without_orphans(runner, processes_with):
     marker = f"cvdpmark{uuid.uuid4().hex[:12]}"
     forever = RTL.replace("endmodule", "  reg clk = 0;\n  always #1 clk = ~clk;\nendmodule")
     hang = {"src/test_inv.py": "import cocotb\nfrom cocotb.triggers import Timer\n\n@cocotb.test()\nasync def test_hang(dut):\n    while True:\n        await Timer(1000, unit='ns')\n"}
@@ -173,7 +160,7 @@ def test_simulation_that_never_finishes_is_killed_without_orphans(runner):
     assert result.failure_class == "timeout", result.reason
     assert time.monotonic() - start < 30
     time.sleep(0.2)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_nothing_is_written_outside_the_run_folder(runner, tmp_path, monkeypatch):

@@ -29,18 +29,6 @@ def _py(sandbox, toolchain, code: str, tmp_path: Path, **kwargs):
     )
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 def test_runs_python_from_the_sim_env(sandbox, toolchain, tmp_path):
     result = _py(sandbox, toolchain, "import cocotb, sys; print(cocotb.__version__, sys.prefix)", tmp_path)
     assert result.returncode == 0, result.output
@@ -88,7 +76,7 @@ def test_host_secrets_are_not_visible(sandbox, toolchain, tmp_path):
     assert "True" not in result.output, result.output
 
 
-def test_timeout_kills_everything(sandbox, toolchain, tmp_path):
+def test_timeout_kills_everything(sandbox, toolchain, tmp_path, processes_with):
     marker = f"cvdp-sleep-{uuid.uuid4().hex}"
     code = (
         "import subprocess, time\n"
@@ -101,7 +89,7 @@ def test_timeout_kills_everything(sandbox, toolchain, tmp_path):
     assert result.timed_out
     assert time.monotonic() - start < 15
     time.sleep(0.2)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_huge_output_is_truncated_without_memory_growth(sandbox, toolchain, tmp_path):
