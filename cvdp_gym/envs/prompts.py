@@ -1,0 +1,84 @@
+"""Chat messages for CVDP problems, presented the way the official benchmark presents them.
+
+Single-shot: the official tool's system prompt (folder layout, category guidance, and the
+JSON schema when several files are expected) and a user message that quotes every context
+file and then the request. Agentic: the problem's own system message (or a default that
+describes the bash tool) and the prompt.
+"""
+
+from __future__ import annotations
+
+from cvdp_gym.data.problems import Problem
+
+FOLDERS = """You are a helpful assistance.
+Consider that you have a folder structure like the following:
+
+    - rtl/*   : Contains files which are RTL code.
+    - verif/* : Contains files which are used to verify the correctness of the RTL code.
+    - docs/*  : Contains files used to document the project, like Block Guides, RTL Plans and Verification Plans.
+
+When generating files, return the file name in the correct place at the folder structure.
+"""
+
+CATEGORY_GUIDANCE = {
+    "cid002": "You are solving an 'RTL Code Completion' problem. To solve this problem correctly, you should only respond with the RTL code generated according to the requirements.",
+    "cid003": "You are solving a 'Specification to RTL Translation' problem. To solve this problem correctly, you should only respond with the RTL code translated from the specification.",
+    "cid004": "You are solving an 'RTL Code Modification' problem. To solve this problem correctly, you should only respond with the modified RTL code according to the requirements.",
+    "cid005": "You are solving a 'Specification to RTL Translation: Module Instantiation and Component Reuse' problem. To solve this problem correctly, you should only respond with the RTL code translated from the specification and with proper module instantiation and component reuse.",
+    "cid007": "You are solving an 'RTL Lint Improvement or Power-Performance Optimization' problem. To solve this problem correctly, you should only respond with improved RTL code to address lint issues or optimize for power/performance.",
+    "cid016": "You are solving an 'RTL Debugging and Bug Fixing' problem. To solve this problem correctly, you should only respond with the RTL code that is debugged and fixed to address the bug.",
+}
+
+MULTI_FILE_SCHEMA = '{ "code": [{ "<name>" : "<code>"}] }'
+
+DEFAULT_AGENTIC_SYSTEM = """You are an expert hardware design engineer working in a Linux workspace that holds a hardware project:
+- rtl/   : RTL code
+- verif/ : testbenches
+- docs/  : specifications and plans
+
+Use the `execute_bash` tool to run shell commands in the workspace: list and read files (ls, cat, grep), write or edit files (cat with a heredoc, sed), compile and simulate (iverilog -g2012 -o sim.out <files>; vvp sim.out). Work step by step: read the documentation and the existing code, make the change, compile and test it, and fix what fails.
+
+When the work is done, reply without a tool call and summarise what you changed; the files in the workspace are then evaluated. You may instead end with a unified diff (a Linux patch) of your changes."""
+
+
+def single_shot_system_prompt(problem: Problem) -> str:
+    prompt = FOLDERS
+    guidance = CATEGORY_GUIDANCE.get(problem.category)
+    if guidance:
+        prompt += f"\n{guidance}\n"
+    if len(problem.targets) > 1:
+        prompt += f"\nProvide the response in the following JSON schema: {MULTI_FILE_SCHEMA}"
+        prompt += (
+            "\nThe response should be in JSON format, including double-quotes around keys and "
+            "values, and proper escaping of quotes within values, and escaping of newlines."
+        )
+    return prompt
+
+
+def single_shot_user_prompt(problem: Problem) -> str:
+    text = ""
+    for path, content in problem.context.items():
+        text += f"\nConsider the following content for the file {path}:\n```\n{content}\n```"
+    text += f"\nProvide me one answer for this request: {problem.prompt}\n"
+    if len(problem.targets) == 1:
+        text += (
+            "Please provide your response as plain text without any JSON formatting. "
+            f"Your response will be saved directly to: {problem.targets[0]}.\n"
+        )
+    elif problem.targets:
+        text += f"Name the files as: {list(problem.targets)}.\n"
+    return text
+
+
+def single_shot_messages(problem: Problem) -> list[dict[str, str]]:
+    """System and user messages for a single-shot answer to ``problem``."""
+    return [
+        {"role": "system", "content": single_shot_system_prompt(problem)},
+        {"role": "user", "content": single_shot_user_prompt(problem)},
+    ]
+
+
+def agentic_messages(problem: Problem, system_message: str | None = None) -> list[dict[str, str]]:
+    """System and user messages opening an agentic episode on ``problem``."""
+    system = system_message or problem.system_message or DEFAULT_AGENTIC_SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": problem.prompt}]
