@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 
@@ -45,7 +45,7 @@ def make_grader(
 class CVDPEnvBase(gym.Env[str, str]):
     """Shared constructor and problem selection; subclasses define the episode."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     agentic: bool = False
 
     def __init__(
