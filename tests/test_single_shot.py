@@ -49,7 +49,7 @@ def test_reset_gives_prompt_messages_and_metadata(env):
     assert problem.prompt in obs and info["problem"]["id"] == problem.id
     same, _ = env.reset(seed=3)
     assert same == obs  # seeded choice is reproducible
-    picked, info = env.reset(options={"problem_id": "cvdp_gym_uart_tx_0001"})
+    _, info = env.reset(options={"problem_id": "cvdp_gym_uart_tx_0001"})
     assert info["problem"]["targets"] == ["rtl/baud_gen.sv", "rtl/uart_tx.sv"]
     assert "JSON schema" in info["messages"][0]["content"]  # two files: the official JSON shape
 
@@ -58,7 +58,7 @@ def test_reference_scores_the_maximum_and_terminates(env):
     for pid in ("cvdp_gym_gray_converter_0001", "cvdp_gym_uart_tx_0001"):
         env.reset(options={"problem_id": pid})
         problem = env.unwrapped.problem
-        obs, reward, terminated, truncated, info = env.step(answer_with(problem, problem.reference))
+        _, reward, terminated, truncated, info = env.step(answer_with(problem, problem.reference))
         assert (reward, terminated, truncated) == (pytest.approx(1.4), True, False), info["reason"]
         assert info["passed"] and info["failure_class"] is None
         assert all(stage["passed"] for stage in info["stages"].values())
@@ -105,10 +105,10 @@ def test_async_vector_env(toolchain):
     ids = ["cvdp_gym_edge_detector_0001", "cvdp_gym_traffic_light_0001"]
     envs = gym.vector.AsyncVectorEnv([lambda pid=pid: gym.make("CVDP-SingleShot-v0", cache=False, ids=[pid]) for pid in ids])
     try:
-        obs, infos = envs.reset(seed=1)
+        envs.reset(seed=1)
         problems = {p.id: p for p in PROBLEMS}
         answers = [answer_with(problems[pid], problems[pid].reference) for pid in ids]
-        _, rewards, terminated, _, infos = envs.step(answers)
+        _, rewards, terminated, _, _ = envs.step(answers)
         assert list(rewards) == pytest.approx([1.4, 1.4])
         assert all(terminated)
     finally:
