@@ -171,3 +171,18 @@ def test_nothing_is_written_outside_the_run_folder(runner, tmp_path, monkeypatch
     result = runner.run(make_problem(), {"rtl/inv.sv": RTL})
     assert result.passed
     assert list(tmp_path.iterdir()) == []  # the run folder was created here and removed
+
+
+def test_links_made_in_the_sandbox_do_not_leak_host_files(runner, tmp_path):
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOST-SECRET-MARKER\n")
+    leaky = {
+        "src/test_runner.py": (
+            "import os\n\ndef test_leak():\n"
+            f"    os.symlink({str(secret)!r}, 'leak.log')\n"
+            "    assert False, 'fail so that logs are read'\n"
+        )
+    }
+    result = runner.run(make_problem(extra=leaky), {"rtl/inv.sv": RTL})
+    assert not result.passed
+    assert "HOST-SECRET-MARKER" not in result.log_tail + result.reason

@@ -10,6 +10,7 @@ and everything is written inside one temporary directory that is removed afterwa
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shutil
 import tempfile
@@ -315,8 +316,10 @@ def _read_logs(run_dir: Path) -> str:
         if not root.exists():
             continue
         for path in sorted(root.rglob("*.log")):
+            if path.is_symlink() or not path.is_file():
+                continue  # a link made inside the sandbox must not make us read host files
             try:
-                with open(path, "rb") as handle:
+                with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
                     size = path.stat().st_size
                     handle.seek(max(0, size - _LOG_READ_BYTES))
                     chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))

@@ -1,0 +1,373 @@
+"""``CVDP-Agentic-v0``: a model works in a sandboxed workspace with bash, then is graded."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.data import Dataset
+from cvdp_gym.data.patch import PatchError, apply_multi_patch, extract_diff
+from cvdp_gym.envs.base import CVDPEnvBase
+from cvdp_gym.envs.prompts import agentic_messages
+from cvdp_gym.grading.grader import FORMAT_ERROR, STAGES, GradeResult, Stage
+from cvdp_gym.parsers import (
+    EXECUTE_BASH_TOOL,
+    FINISH_TOOL,
+    ParsedTurn,
+    ToolCall,
+    format_tool_response,
+    parse_tool_calls,
+)
+from cvdp_gym.sandbox import BubblewrapSandbox
+from cvdp_gym.sandbox.workspace import CommandResult, Workspace, WorkspaceError, WorkspaceLimits
+
+#: Formats a model's tool calls may take (``auto`` detects each turn's format).
+TOOL_FORMATS = ("qwen", "qwen3_coder", "harmony", "auto")
+#: Step reward for the first ``iverilog`` command of an episode that compiles cleanly
+#: (``step_reward_shaping=True`` only).
+COMPILE_BONUS = 0.05
+#: Tool calls run per turn; later ones are skipped with a note (bounds one turn's time).
+MAX_CALLS_PER_TURN = 20
+_BASH = EXECUTE_BASH_TOOL["function"]["name"]
+_IVERILOG = re.compile(r"(^|[\s;&|(])iverilog\s")
+_ERROR_WORD = re.compile(r"\berror\b", re.IGNORECASE)
+# Wall-clock numbers in harness logs (pytest's "in 1.61s", cocotb's REAL TIME and RATIO
+# columns, a time-based seed): replaced so that equal answers give equal ``info``.
+_TIMINGS = (
+    (re.compile(r" in \d+(?:\.\d+)?s( \(\d+:\d\d:\d\d\))? (=+)$", re.M), r" in <t>s \2"),
+    (re.compile(r"\s\d+(?:\.\d+)?\s+(?:\d+(?:\.\d+)?|nan|inf)(\s+\*\*)$", re.M), r" <t> <t>\1"),
+    (re.compile(r"(Seeding Python random module with) \d+"), r"\1 <seed>"),
+)
+
+
+class AgenticEnv(CVDPEnvBase):
+    """A multi-turn text environment over agentic CVDP problems.
+
+    ``reset`` copies the problem's context files (``docs/``, ``rtl/``, ``verif/``) into a
+    fresh workspace. Each ``step`` takes one assistant turn, parses its tool calls in
+    ``tool_format``, runs each ``execute_bash`` command in order in the sandbox (files and
+    the working directory persist between commands; ``/tmp`` lasts the episode), and
+    returns the tool results rendered for that format. The episode ends (``terminated``)
+    when a turn has no tool call or calls ``finish``; a unified diff in that final answer
+    (one or several files, with or without ``---/+++`` headers, fenced or not) is applied
+    to the workspace first. It is ``truncated`` after ``max_turns`` turns. Either way the
+    workspace's target files are graded by the problem's harness (copied in fresh: the
+    agent never sees or touches it) and the last step returns the reward. A turn whose
+    calls are all malformed is not an answer: the model is told what was wrong.
+
+    Arguments: ``tool_format`` ('qwen' | 'qwen3_coder' | 'harmony' | 'auto'),
+    ``max_turns``, ``command_timeout_s`` (per command), ``max_output_chars`` (per command;
+    head and tail are kept), ``max_workspace_mb`` (``/code`` plus ``/tmp``; what pushes it
+    over is deleted and the model told), ``command_memory_mb``, ``command_processes``,
+    ``step_reward_shaping`` (False: intermediate rewards are 0; True: ``COMPILE_BONUS`` on
+    the first turn with an ``iverilog`` command that exits 0 with no "error" in its
+    output, once per episode, so the return can exceed the grade by that much),
+    ``system_message`` (overrides the problem's), and everything ``CVDPEnvBase`` takes
+    (dataset, filters, sandbox, reward, timeouts, cache, lint, interface_check, grader).
+
+    Observation: ``reset``: the system message, a blank line, the prompt; ``step``: the
+    formatted tool results of the turn, joined by newlines ("" when there were none).
+    Action: the assistant's raw text for one turn (tool-call markup included).
+
+    ``reset(seed=None, options={"problem_id": ...})`` info:
+        - ``messages``: ``[{"role": "system", ...}, {"role": "user", ...}]``.
+        - ``tools``: ``[EXECUTE_BASH_TOOL, FINISH_TOOL]`` in the OpenAI function shape.
+        - ``problem``: id, category, difficulty, targets, context file names, source.
+        - ``tool_format``: the format the environment parses and answers in.
+
+    ``step(text)`` info, every turn:
+        - ``problem``: as above.
+        - ``turn``: turns taken so far (this one included).
+        - ``commands_run``: bash commands run so far in the episode.
+        - ``malformed_calls``: malformed tool calls so far (bad JSON, unknown tool, missing
+          ``command``); each is explained to the model in the observation.
+        - ``tool_messages``: this turn's results as ``{"role": "tool", "name", "content"}``
+          chat messages (unformatted, for a trainer's own chat template).
+        - ``assistant_message``: the turn as ``{"role": "assistant", "content",
+          "tool_calls": [{"type": "function", "function": {"name", "arguments"}}]}``
+          (plus ``reasoning_content`` when the turn had thinking).
+        - ``format``: the tool-call format found in this turn (``qwen``, ``qwen3_coder``,
+          ``harmony``, ``bash`` for a fenced shell block in ``auto`` mode, or ``none``).
+        - ``cwd``: the working directory the next command starts in.
+        - ``shaping``: the step-shaping bonus in this step's reward (0.0 unless enabled).
+    and on the last step (terminated or truncated), also:
+        - ``end_reason``: ``no_tool_call``, ``finish`` or ``max_turns``.
+        - ``patch``: None, or ``{"files", "applied", "already_applied", "detail"}`` for a
+          diff in the final answer (``applied`` False: it did not apply; the workspace was
+          graded as it was).
+        - ``graded_files``: the target paths found in the workspace and graded.
+        - ``dropped``: symlinks and special files removed before grading.
+        - ``passed``, ``failure_class``, ``reason``, ``stages``, ``tests``, ``extraction``,
+          ``log_tail``, ``excluded``, ``reward``: the grade, as in ``CVDP-SingleShot-v0``
+          (``failure_class`` is ``format_error`` when no target file exists).
+
+    Timings stay out of ``info`` (equal actions give equal ``info``); ``env.unwrapped``
+    holds ``last_grade`` (the full ``GradeResult``) and ``workspace`` (the live
+    :class:`Workspace`, until the next reset or ``close``).
+    """
+
+    agentic = True
+
+    def __init__(
+        self,
+        dataset: str | Path | Dataset | None = None,
+        *,
+        tool_format: str = "auto",
+        max_turns: int = 50,
+        command_timeout_s: float = 60.0,
+        max_output_chars: int = 20_000,
+        max_workspace_mb: float = 256.0,
+        command_memory_mb: int = 4096,
+        command_processes: int = 256,
+        step_reward_shaping: bool = False,
+        system_message: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if tool_format not in TOOL_FORMATS:
+            raise ValueError(f"unknown tool_format {tool_format!r}; expected one of {TOOL_FORMATS}")
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        super().__init__(dataset, **kwargs)
+        self.tool_format = tool_format
+        self.max_turns = max_turns
+        self.step_reward_shaping = step_reward_shaping
+        self.system_message = system_message
+        self.limits = WorkspaceLimits(
+            command_timeout_s=command_timeout_s,
+            max_output_chars=max_output_chars,
+            max_workspace_mb=max_workspace_mb,
+            memory_mb=command_memory_mb,
+            processes=command_processes,
+        )
+        self.tools = [EXECUTE_BASH_TOOL, FINISH_TOOL]
+        self.workspace: Workspace | None = None
+        self._sandbox: BubblewrapSandbox | None = None
+        self._done = True
+        self._last_observation = ""
+
+    # -- episode -----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.problem = self._choose(options)
+        self._close_workspace()
+        sandbox = self._sandbox_for_commands()
+        self.workspace = Workspace(self.problem.context, sandbox=sandbox, limits=self.limits)
+        self._turn = self._commands_run = self._malformed = 0
+        self._compile_bonus_given = False
+        self._done = False
+        messages = agentic_messages(self.problem, self.system_message)
+        observation = f"{messages[0]['content']}\n\n{messages[1]['content']}"
+        self._last_observation = observation
+        info = {
+            "messages": messages,
+            "tools": list(self.tools),
+            "problem": self.problem.metadata(),
+            "tool_format": self.tool_format,
+        }
+        return observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.problem is None or self.workspace is None or self._done:
+            raise RuntimeError("call reset() before step(): the episode is over or not started")
+        if not isinstance(action, str):
+            raise TypeError(f"the action must be the assistant's text (str), got {type(action).__name__}")
+        self._turn += 1
+        parsed = parse_tool_calls(action, self.tool_format)
+        fmt = self._response_format(parsed)
+        messages, finished, bonus = self._run_calls(parsed)
+        observation = "\n".join(format_tool_response(m["content"], fmt, m["name"]) for m in messages)
+        self._last_observation = observation
+        info: dict[str, Any] = {
+            "problem": self.problem.metadata(),
+            "turn": self._turn,
+            "commands_run": self._commands_run,
+            "malformed_calls": self._malformed,
+            "tool_messages": messages,
+            "assistant_message": _assistant_message(parsed),
+            "format": parsed.format,
+            "cwd": self.workspace.cwd,
+            "shaping": bonus,
+        }
+        no_call = not parsed.calls and not parsed.errors
+        terminated = finished or no_call
+        truncated = not terminated and self._turn >= self.max_turns
+        reward = bonus
+        if terminated or truncated:
+            end_reason = "finish" if finished else "no_tool_call" if no_call else "max_turns"
+            final_text = parsed.content if terminated else ""
+            if finished:
+                final_text += "\n" + _finish_message(parsed)
+            reward += self._finish(final_text, end_reason, info)
+        return observation, reward, terminated, truncated, info
+
+    def _run_calls(self, parsed: ParsedTurn) -> tuple[list[dict[str, str]], bool, float]:
+        """Run the turn's calls in order; returns tool messages, whether finish was called
+        and the shaping bonus earned."""
+        messages: list[dict[str, str]] = []
+        for error in parsed.errors:
+            self._malformed += 1
+            messages.append(_tool_message(_BASH, f"error: {error}"))
+        bonus = 0.0
+        for number, call in enumerate(parsed.calls, start=1):
+            if call.is_finish:
+                return messages, True, bonus
+            if number > MAX_CALLS_PER_TURN:
+                messages.append(_tool_message(call.name, f"skipped: at most {MAX_CALLS_PER_TURN} tool calls run per turn"))
+                continue
+            problem = _call_problem(call)
+            if problem:
+                self._malformed += 1
+                messages.append(_tool_message(call.name, f"error: {problem}"))
+                continue
+            result = self.workspace.run(call.command)  # type: ignore[union-attr,arg-type]
+            self._commands_run += 1
+            if self._earns_compile_bonus(call.command or "", result):
+                self._compile_bonus_given = True
+                bonus = COMPILE_BONUS
+            messages.append(_tool_message(call.name, result.observation))
+        return messages, False, bonus
+
+    def _earns_compile_bonus(self, command: str, result: CommandResult) -> bool:
+        return (
+            self.step_reward_shaping
+            and not self._compile_bonus_given
+            and bool(_IVERILOG.search(command))
+            and result.ok
+            and not _ERROR_WORD.search(result.output)
+        )
+
+    def _finish(self, final_text: str, end_reason: str, info: dict[str, Any]) -> float:
+        """Apply a final diff, grade the workspace, fill the final ``info``; return the reward."""
+        assert self.problem is not None and self.workspace is not None
+        self._done = True
+        info["end_reason"] = end_reason
+        info["patch"] = self._apply_final_diff(final_text)
+        workspace_dir = self.workspace.snapshot_dir
+        info["dropped"] = list(self.workspace.dropped)
+        files = {}
+        for target in self.problem.targets:
+            try:
+                text = self.workspace.read_text(target)
+            except WorkspaceError:
+                text = None
+            if text is not None:
+                files[target] = text
+        info["graded_files"] = sorted(files)
+        missing = [t for t in self.problem.targets if t not in files]
+        if self.problem.targets and not files:
+            result = _missing_targets(self.problem.id, missing)
+        else:
+            result = self.grader.grade_files(self.problem, files, workspace=workspace_dir)
+        result.extraction = {"method": "workspace", "missing": missing, "patch": info["patch"] is not None}
+        reward = float(self.reward_fn(result))
+        info.update(self._grade_info(result, reward))
+        info["log_tail"] = without_timings(info["log_tail"])
+        return reward
+
+    def _apply_final_diff(self, text: str) -> dict[str, Any] | None:
+        """Apply the unified diff in the final answer, all files or none."""
+        diff = extract_diff(text)
+        if not diff:
+            return None
+        assert self.problem is not None and self.workspace is not None
+        targets = list(self.problem.targets)
+        current = self.workspace.files()
+        try:
+            original = apply_multi_patch(self.problem.context, diff, default_paths=targets)
+        except PatchError:
+            original = None
+        if original is not None and all(current.get(p) == t for p, t in original.items()):
+            return {"files": sorted(original), "applied": True, "already_applied": True, "detail": "the workspace already holds these changes"}
+        try:
+            changes = apply_multi_patch(current, diff, default_paths=targets)
+            for path, content in changes.items():
+                if content is None:
+                    self.workspace.delete(path)
+                else:
+                    self.workspace.write_text(path, content)
+        except (PatchError, WorkspaceError, OSError) as exc:
+            return {"files": [], "applied": False, "already_applied": False, "detail": str(exc)[:500]}
+        return {"files": sorted(changes), "applied": True, "already_applied": False, "detail": ""}
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _response_format(self, parsed: ParsedTurn) -> str:
+        if self.tool_format != "auto":
+            return self.tool_format
+        return parsed.format if parsed.format in ("qwen", "qwen3_coder", "harmony", "bash") else "qwen"
+
+    def _sandbox_for_commands(self) -> BubblewrapSandbox:
+        """The grader's sandbox (one toolchain detection per env), or a new one."""
+        if self._sandbox is None:
+            runner = getattr(self.grader, "runner", None)
+            sandbox = getattr(runner, "sandbox", None)
+            self._sandbox = sandbox if isinstance(sandbox, BubblewrapSandbox) else BubblewrapSandbox()
+        return self._sandbox
+
+    def _close_workspace(self) -> None:
+        if self.workspace is not None:
+            self.workspace.close()
+            self.workspace = None
+
+    def close(self) -> None:
+        """Remove the workspace folder."""
+        self._close_workspace()
+        self._done = True
+        super().close()
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_observation
+        return None
+
+
+def without_timings(log: str) -> str:
+    """``log`` with wall-clock numbers replaced by ``<t>`` (they differ run to run)."""
+    for pattern, replacement in _TIMINGS:
+        log = pattern.sub(replacement, log)
+    return log
+
+
+def _tool_message(name: str, content: str) -> dict[str, str]:
+    return {"role": "tool", "name": name, "content": content}
+
+
+def _call_problem(call: ToolCall) -> str:
+    """Why a call cannot run, or ""."""
+    if call.name != _BASH:
+        return f"unknown tool {call.name!r}; the tools are {_BASH!r} (argument 'command') and 'finish'"
+    if call.command is None:
+        got = ", ".join(sorted(call.arguments)) or "none"
+        return f"{_BASH} needs a string argument 'command' (got arguments: {got})"
+    if not call.command.strip():
+        return f"{_BASH} got an empty 'command'"
+    return ""
+
+
+def _finish_message(parsed: ParsedTurn) -> str:
+    call = next(c for c in parsed.calls if c.is_finish)
+    message = call.arguments.get("message", "")
+    return message if isinstance(message, str) else ""
+
+
+def _assistant_message(parsed: ParsedTurn) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": parsed.content,
+        "tool_calls": [
+            {"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
+            for c in parsed.calls
+        ],
+    }
+    if parsed.reasoning:
+        message["reasoning_content"] = parsed.reasoning
+    return message
+
+
+def _missing_targets(problem_id: str, missing: list[str]) -> GradeResult:
+    """A format failure: none of the files the harness judges exists in the workspace."""
+    reason = f"no target file in the workspace: {', '.join(missing)}"
+    stages = [Stage("format", False, reason)] + [Stage(name, None) for name in STAGES[1:]]
+    return GradeResult(problem_id, stages, FORMAT_ERROR, reason)
