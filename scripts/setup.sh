@@ -2,7 +2,7 @@
 # Idempotent setup on a fresh Debian/Ubuntu machine: system packages (bubblewrap, Icarus
 # Verilog, Yosys), the project's virtual environment (.venv), and the pinned simulation
 # environments the harnesses run in. Safe to run again: it only installs what is missing.
-#   EXTRAS=dev,train bash scripts/setup.sh     # choose the pip extras (default: dev)
+#   EXTRAS=dev bash scripts/setup.sh     # choose the pip extras (default: dev,train)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +23,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating .venv"
   "$PYTHON" -m venv .venv
 fi
-EXTRAS=${EXTRAS:-dev}
+EXTRAS=${EXTRAS:-dev,train}
 stamp=.venv/.cvdp-gym-setup
 want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -1,0 +1,41 @@
+"""Backends: the Tinker service, or an in-process implementation of its interfaces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rtl_trainer.config import TrainConfig
+
+STATE_FILE = "state.json"  # what the local backend writes in each checkpoint folder
+
+
+def load_tokenizer(model: str) -> Any:
+    """The tokenizer saved with a local model (or a saved state's base model)."""
+    from transformers import AutoTokenizer
+
+    path = Path(model)
+    if is_saved_state(model):
+        path = Path(json.loads((path / STATE_FILE).read_text())["base_model"])
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def is_saved_state(name: str) -> bool:
+    """A training state (Tinker ``tinker://`` path, or a local checkpoint folder)."""
+    return name.startswith("tinker://") or (Path(name) / STATE_FILE).is_file()
+
+
+def make_service(config: TrainConfig) -> Any:
+    """A ``ServiceClient`` for ``config.backend``."""
+    if config.backend == "local":
+        from rtl_trainer.backends.local import LocalServiceClient
+
+        return LocalServiceClient(
+            load_tokenizer(config.student),
+            workdir=Path(config.run_dir),
+            full_finetune=config.full_finetune,
+        )
+    if config.backend == "tinker":
+        raise ValueError("the Tinker backend is not available yet in this version")
+    raise ValueError(f"unknown backend {config.backend!r}; expected 'local' or 'tinker'")

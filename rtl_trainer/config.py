@@ -1,0 +1,92 @@
+"""Run configuration: one dataclass, loadable from a JSON/YAML file, overridable from the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs; ``config.json`` in the run directory is this, serialised."""
+
+    mode: str = "distill"  # rl | distill | sft
+    backend: str = "local"  # local | tinker
+    student: str = ""  # model name (Tinker) or local model directory
+    teacher: str | None = None  # required for distill
+    renderer: str | None = None  # model family; None: chosen from the model name
+    teacher_renderer: str | None = None
+    env: str = "CVDP-SingleShot-v0"
+    dataset: str = "bundled"
+    ids: list[str] | None = None
+    categories: list[str] | None = None
+    difficulty: list[str] | None = None
+    exclude_simulators: list[str] = field(default_factory=list)  # e.g. ["verilator"]: skip slow harnesses
+    reward: str = "shaped"
+    steps: int = 20
+    groups_per_step: int = 4  # problems per step
+    group_size: int = 4  # samples per problem (a group shares one problem)
+    max_tokens: int = 1024
+    max_prompt_tokens: int | None = None  # keep only the last N prompt tokens (tiny models)
+    temperature: float = 1.0
+    learning_rate: float = 1e-4
+    lora_rank: int = 32
+    full_finetune: bool = False  # train every weight (tiny models built from a config)
+    loss_fn: str = "importance_sampling"  # importance_sampling | ppo
+    ppo_clip: float = 0.2
+    kl_penalty_coef: float = 0.0  # distill: λ of −λ·(log p_student − log p_teacher)
+    kl_discount_factor: float = 0.0
+    normalize_advantages_std: bool = False
+    drop_constant_groups: bool = False
+    max_turns: int = 8  # agentic episodes
+    rollout_timeout_s: float = 600.0
+    grade_workers: int = 2
+    save_every: int = 5
+    eval_every: int = 0  # 0: no periodic eval
+    eval_samples: int = 1
+    seed: int = 0
+    run_dir: str = "runs/train"
+    # sft
+    sft_source: str = "reference"  # reference | teacher
+    sft_epochs: int = 1
+    batch_size: int = 8
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TrainConfig:
+        """Read a JSON or YAML config; unknown keys are an error that names them."""
+        text = Path(path).read_text(encoding="utf-8")
+        data = yaml.safe_load(text) if str(path).endswith((".yaml", ".yml")) else json.loads(text)
+        return cls.from_dict(data or {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys: {', '.join(unknown)}")
+        return cls(**data)
+
+    def merged(self, overrides: dict[str, Any]) -> TrainConfig:
+        """A copy with the given (non-None) values replaced."""
+        data = asdict(self)
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return TrainConfig.from_dict(data)
+
+    def validate(self) -> None:
+        if self.mode not in ("rl", "distill", "sft"):
+            raise ValueError(f"mode must be rl, distill or sft, not {self.mode!r}")
+        if not self.student:
+            raise ValueError("a student model is required (--student)")
+        if self.mode == "distill" and not self.teacher:
+            raise ValueError("distillation needs a teacher (--teacher)")
+        if self.loss_fn not in ("importance_sampling", "ppo"):
+            raise ValueError(f"loss_fn must be importance_sampling or ppo, not {self.loss_fn!r}")
+        if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
+            raise ValueError("group_size and groups_per_step must be >= 1, steps >= 0")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,115 @@
+"""Supervised warm start: teach a model the answer format (and, for tiny models, the answers).
+
+Examples are the environments' own chat messages followed by an assistant answer: the
+problem's reference solution (``sft_source="reference"``), written the way the prompt asks
+(one fenced block, or the JSON shape for several files), or a teacher's sample that passed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+from rich.console import Console
+from tinker import types
+
+from cvdp_gym.data.problems import Problem
+from rtl_trainer.backends.base import ServiceClient, TrainingClient
+from rtl_trainer.config import TrainConfig
+from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.loop.train import make_env_factory, problem_ids
+from rtl_trainer.losses import check_datum, sft_datum
+from rtl_trainer.rendering import get_renderer
+
+
+def reference_answer(problem: Problem) -> str:
+    """The reference solution as the official prompt asks for it."""
+    assert problem.reference is not None
+    if len(problem.targets) == 1:
+        return "```systemverilog\n" + problem.reference[problem.targets[0]].rstrip("\n") + "\n```"
+    return json.dumps({"code": [{path: problem.reference[path]} for path in problem.targets]})
+
+
+def supervised_examples(config: TrainConfig, renderer: Any) -> list[tuple[str, list[int], list[float]]]:
+    """``(problem_id, tokens, weights)`` for every training problem with a reference."""
+    env = make_env_factory(config, cache=False)()
+    try:
+        ids = set(problem_ids(env, config))
+        examples = []
+        for problem in env.unwrapped.problems:
+            if problem.id not in ids or problem.reference is None:
+                continue
+            _, info = env.reset(options={"problem_id": problem.id})
+            messages = [*info["messages"], {"role": "assistant", "content": reference_answer(problem)}]
+            tokens, weights = renderer.build_supervised_example(messages)
+            tokens, weights = _truncate_prompt(tokens, weights, config.max_prompt_tokens)
+            examples.append((problem.id, tokens, weights))
+    finally:
+        env.close()
+    if not examples:
+        raise ValueError("no problem with a reference solution to train on")
+    return examples
+
+
+def _truncate_prompt(tokens: list[int], weights: list[float], limit: int | None) -> tuple[list[int], list[float]]:
+    """Keep at most ``limit`` prompt tokens before the answer (as sampling prompts are cut)."""
+    if not limit:
+        return tokens, weights
+    first = next((i for i, w in enumerate(weights) if w > 0), len(tokens))
+    cut = max(0, first - limit)
+    return tokens[cut:], weights[cut:]
+
+
+def run_sft(
+    config: TrainConfig,
+    service: ServiceClient,
+    *,
+    console: Console | None = None,
+    resume: bool = False,
+    training: TrainingClient | None = None,
+) -> tuple[TrainingClient, RunLog]:
+    """``config.steps`` optimiser steps of cross-entropy on the examples, in ``batch_size`` batches."""
+    console = console or Console()
+    log = RunLog(config.run_dir)
+    start = 0
+    checkpoint = log.last_checkpoint() if resume else None
+    if training is None:
+        if checkpoint is not None:
+            training = service.create_training_client_from_state_with_optimizer(checkpoint["state_path"])
+            start = checkpoint["step"] + 1
+            log.truncate_after(checkpoint["step"])
+        else:
+            log.write_config(config.to_json())
+            training = service.create_lora_training_client(config.student, rank=config.lora_rank)
+    renderer = get_renderer(config.renderer or config.student, training.get_tokenizer())
+    examples = supervised_examples(config, renderer)
+    rng = random.Random(config.seed)
+    order: list[int] = []
+    for step in range(start, config.steps):
+        t0 = time.monotonic()
+        batch = []
+        while len(batch) < min(config.batch_size, len(examples)):
+            if not order:
+                order = list(range(len(examples)))
+                rng.shuffle(order)
+            batch.append(examples[order.pop()])
+        datums = []
+        for _, tokens, weights in batch:
+            datum = sft_datum(tokens, weights)
+            check_datum(datum, "cross_entropy")
+            datums.append(datum)
+        fb = training.forward_backward(datums, "cross_entropy")
+        opt = training.optim_step(types.AdamParams(learning_rate=config.learning_rate))
+        result = fb.result()
+        opt.result()
+        trained = sum(sum(w > 0 for w in weights) for _, _, weights in batch)
+        loss = result.metrics.get("loss:sum", 0.0) / max(1, trained)
+        log.log_metrics(step, {"train/loss_per_token": loss, "tokens/trained": trained, "time/train": time.monotonic() - t0})
+        if (config.save_every and (step + 1) % config.save_every == 0) or step == config.steps - 1:
+            state = training.save_state(f"sft{step:05d}").result()
+            log.log_checkpoint(step, state_path=state.path)
+        if step % 10 == 0 or step == config.steps - 1:
+            console.print(f"sft step {step}: loss/token {loss:.4f}")
+    return training, log

@@ -1,0 +1,313 @@
+"""The training loop for RL and on-policy distillation, written against Tinker's interfaces.
+
+One step: pick ``groups_per_step`` problems; sample ``group_size`` answers to each from
+the current student weights and grade them through the environment (overlapped); ask the
+teacher for log-probabilities of the sampled tokens (distillation); turn rewards into
+per-token advantages (reward − group mean, plus −λ·(log p_student − log p_teacher));
+submit ``forward_backward`` and ``optim_step`` back to back; refresh the sampler.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+from rich.console import Console
+from tinker import types
+
+from rtl_trainer.backends import is_saved_state
+from rtl_trainer.backends.base import SamplingClient, ServiceClient, TrainingClient
+from rtl_trainer.config import TrainConfig
+from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.losses import (
+    AlignedLogprobs,
+    TeacherAligner,
+    check_datum,
+    constant_group,
+    group_advantages,
+    kl_penalty,
+    pack_turns,
+    teacher_completion_logprobs,
+)
+from rtl_trainer.losses import Turn as LossTurn
+from rtl_trainer.rendering import get_renderer
+from rtl_trainer.rollouts.rollouts import (
+    EnvPool,
+    Group,
+    Rollout,
+    Turn,
+    collect_multi_turn,
+    collect_single_turn,
+)
+
+
+def make_env_factory(config: TrainConfig, *, cache: bool = True) -> Callable[[], gym.Env]:
+    """Environments over the configured problems (the trainer's only view of CVDP)."""
+    import cvdp_gym  # noqa: F401  (registers the environments)
+
+    def make() -> gym.Env:
+        return gym.make(
+            config.env,
+            dataset=config.dataset,
+            ids=config.ids,
+            categories=config.categories,
+            difficulty=config.difficulty,
+            reward=config.reward,
+            cache=cache,
+        )
+
+    return make
+
+
+def problem_ids(env: gym.Env, config: TrainConfig) -> list[str]:
+    """The problems a run trains on, minus those whose simulator was excluded."""
+    ids = []
+    for problem in env.unwrapped.problems:
+        env_file = next((t for p, t in problem.harness.items() if p.endswith(".env")), "")
+        if any(sim in env_file for sim in config.exclude_simulators):
+            continue
+        ids.append(problem.id)
+    if not ids:
+        raise ValueError("no problems left to train on after the filters")
+    return ids
+
+
+def sampling_params(config: TrainConfig, renderer: Any, seed: int | None = None) -> types.SamplingParams:
+    return types.SamplingParams(
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+        stop=renderer.stop_sequences(),
+        seed=seed,
+    )
+
+
+class Trainer:
+    """Runs RL or on-policy distillation for ``config.steps`` steps in ``config.run_dir``."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        service: ServiceClient,
+        *,
+        console: Console | None = None,
+        make_env: Callable[[], gym.Env] | None = None,
+    ) -> None:
+        config.validate()
+        self.config = config
+        self.service = service
+        self.console = console or Console()
+        self.log = RunLog(config.run_dir)
+        self.make_env = make_env or make_env_factory(config)
+        self.agentic = "Agentic" in config.env
+        self._aligner: TeacherAligner | None = None
+        self._student_tokenizer: Any = None
+
+    # -- setup -------------------------------------------------------------------------
+    def _training_client(self, resume: bool) -> tuple[TrainingClient, int]:
+        checkpoint = self.log.last_checkpoint() if resume else None
+        if checkpoint is not None:
+            self.log.truncate_after(checkpoint["step"])
+            client = self.service.create_training_client_from_state_with_optimizer(checkpoint["state_path"])
+            self.console.print(f"resuming after step {checkpoint['step']} from {checkpoint['state_path']}")
+            return client, checkpoint["step"] + 1
+        self.log.write_config(self.config.to_json())
+        student = self.config.student
+        if is_saved_state(student):
+            return self.service.create_training_client_from_state(student), 0
+        return self.service.create_lora_training_client(student, rank=self.config.lora_rank), 0
+
+    def _teacher(self) -> tuple[SamplingClient | None, Any]:
+        teacher_name = self.config.teacher
+        if self.config.mode != "distill" or not teacher_name:
+            return None, None
+        if is_saved_state(teacher_name):
+            teacher = self.service.create_sampling_client(model_path=teacher_name)
+        else:
+            teacher = self.service.create_sampling_client(base_model=teacher_name)
+        renderer = get_renderer(self.config.teacher_renderer or teacher_name, teacher.get_tokenizer())
+        return teacher, renderer
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self, *, resume: bool = False) -> RunLog:
+        cfg = self.config
+        training, start = self._training_client(resume)
+        self._student_tokenizer = training.get_tokenizer()
+        renderer = get_renderer(cfg.renderer or cfg.student, self._student_tokenizer)
+        teacher, teacher_renderer = self._teacher()
+        probe = self.make_env()
+        ids = problem_ids(probe, cfg)
+        pool = None if self.agentic else EnvPool(self.make_env, cfg.grade_workers)
+        probe.close()
+        sampler = training.save_weights_and_get_sampling_client(f"step{start:05d}")
+        try:
+            for step in range(start, cfg.steps):
+                sampler = self._step(step, ids, training, sampler, renderer, teacher, teacher_renderer, pool)
+        finally:
+            if pool is not None:
+                pool.close()
+        return self.log
+
+    def _step(self, step, ids, training, sampler, renderer, teacher, teacher_renderer, pool):
+        cfg = self.config
+        step_start = time.monotonic()
+        chosen = random.Random(cfg.seed * 100_003 + step).sample(ids, k=min(cfg.groups_per_step, len(ids)))
+        params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + step)
+        if self.agentic:
+            groups, timing = collect_multi_turn(
+                chosen, make_env=self.make_env, sampler=sampler, renderer=renderer,
+                group_size=cfg.group_size, sampling_params=params, workers=cfg.grade_workers,
+                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s,
+            )
+        else:
+            groups, timing = collect_single_turn(
+                chosen, sampler=sampler, renderer=renderer, pool=pool, group_size=cfg.group_size,
+                sampling_params=params, grade_workers=cfg.grade_workers,
+                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s,
+            )
+        t_teacher = time.monotonic()
+        datums, stats = self.training_data(groups, sampler, teacher, teacher_renderer)
+        teacher_s = time.monotonic() - t_teacher
+        t_train = time.monotonic()
+        train_metrics: dict[str, float] = {}
+        if datums:
+            loss_config = {"clip_low_threshold": cfg.ppo_clip, "clip_high_threshold": cfg.ppo_clip} if cfg.loss_fn == "ppo" else None
+            fb_future = training.forward_backward(datums, cfg.loss_fn, loss_config)
+            opt_future = training.optim_step(types.AdamParams(learning_rate=cfg.learning_rate))
+            fb = fb_future.result()
+            opt_future.result()
+            train_metrics = {f"train/{k}": v for k, v in fb.metrics.items()}
+        sampler = training.save_weights_and_get_sampling_client(f"step{step + 1:05d}")
+        train_s = time.monotonic() - t_train
+        step_s = time.monotonic() - step_start
+        metrics = {
+            **rollout_metrics(groups),
+            **stats,
+            **train_metrics,
+            "datums": len(datums),
+            "time/sample": timing.sample_s,
+            "time/grade": timing.grade_s,
+            "time/grade_wait": timing.wait_s,
+            "time/teacher": teacher_s,
+            "time/train": train_s,
+            "time/step": step_s,
+            "time/grade_wait_share": timing.wait_s / step_s if step_s else 0.0,
+        }
+        self.log.log_metrics(step, metrics)
+        self.log.log_rollouts(step, [r.summary() for g in groups for r in g.rollouts])
+        last = step == cfg.steps - 1
+        if (cfg.save_every and (step + 1) % cfg.save_every == 0) or last:
+            state = training.save_state(f"step{step:05d}").result()
+            self.log.log_checkpoint(step, state_path=state.path)
+        self.console.print(
+            f"step {step}: reward {metrics['env/all/reward/total']:.3f}, pass {metrics['env/all/pass_rate']:.2f}, "
+            + (f"teacher_kl {metrics['teacher_kl']:.3f}, " if "teacher_kl" in metrics else "")
+            + f"{step_s:.1f} s (sample {timing.sample_s:.1f}, grade wait {timing.wait_s:.1f}, train {train_s:.1f})"
+        )
+        return sampler
+
+    # -- objective ---------------------------------------------------------------------
+    def training_data(
+        self,
+        groups: list[Group],
+        sampler: SamplingClient,
+        teacher: SamplingClient | None,
+        teacher_renderer: Any,
+    ) -> tuple[list[types.Datum], dict[str, float]]:
+        """Datums for the loss, and teacher-KL statistics of the samples.
+
+        A multi-turn episode becomes one datum when each prompt extends the previous prompt
+        and action, and one datum per turn otherwise (``pack_turns``).
+        """
+        cfg = self.config
+        datums: list[types.Datum] = []
+        kl_sum = kl_tokens = aligned_sum = 0.0
+        aligned_n = dropped = 0
+        for group in groups:
+            rollouts = [r for r in group.rollouts if not r.excluded and r.turns]
+            if not rollouts:
+                continue
+            rewards = [r.reward for r in rollouts]
+            if cfg.drop_constant_groups and constant_group(rewards) and teacher is None:
+                dropped += 1
+                continue
+            advantages = group_advantages(rewards, normalize_std=cfg.normalize_advantages_std)
+            for rollout, advantage in zip(rollouts, advantages, strict=True):
+                turns: list[LossTurn] = []
+                for turn in rollout.turns:
+                    n = len(turn.completion_tokens)
+                    if n == 0:
+                        continue
+                    behaviour = self._behaviour_logprobs(turn, sampler)
+                    token_adv = [advantage] * n
+                    if teacher is not None:
+                        aligned = self._teacher_logprobs(turn, teacher, teacher_renderer)
+                        adjust, kl = kl_penalty(
+                            behaviour, aligned.values, [True] * n,
+                            coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor,
+                        )
+                        token_adv = [a + b for a, b in zip(token_adv, adjust, strict=True)]
+                        kl_sum += kl["teacher_kl"] * kl["teacher_kl_tokens"]
+                        kl_tokens += kl["teacher_kl_tokens"]
+                        aligned_sum += aligned.aligned_fraction
+                        aligned_n += 1
+                    turns.append(LossTurn(turn.prompt_tokens, turn.completion_tokens, behaviour, token_adv))
+                for datum in pack_turns(turns):
+                    check_datum(datum, cfg.loss_fn)
+                    datums.append(datum)
+        stats: dict[str, float] = {"groups_dropped": dropped}
+        if kl_tokens:
+            stats["teacher_kl"] = kl_sum / kl_tokens
+        if aligned_n:
+            stats["teacher_aligned_fraction"] = aligned_sum / aligned_n
+        return datums, stats
+
+    def _behaviour_logprobs(self, turn: Turn, sampler: SamplingClient) -> list[float]:
+        """The sampler's log-probs at temperature 1 (recomputed when sampling used another)."""
+        if self.config.temperature == 1.0 and len(turn.completion_logprobs) == len(turn.completion_tokens):
+            return turn.completion_logprobs
+        full = types.ModelInput.from_ints(turn.prompt_tokens + turn.completion_tokens)
+        values = sampler.compute_logprobs(full).result()
+        return [v if v is not None else 0.0 for v in values[-len(turn.completion_tokens):]]
+
+    def _teacher_logprobs(self, turn: Turn, teacher: SamplingClient, teacher_renderer: Any) -> AlignedLogprobs:
+        """Teacher log-probs of the student's sampled tokens, scored with the teacher's own
+        template; mapped by character spans when the tokenizers differ."""
+        prompt = teacher_renderer.build_generation_prompt(turn.messages, tools=turn.tools)
+        if self.config.max_prompt_tokens and len(prompt) > self.config.max_prompt_tokens:
+            prompt = prompt[-self.config.max_prompt_tokens:]
+        if self._aligner is None:
+            self._aligner = TeacherAligner(self._student_tokenizer, teacher.get_tokenizer())
+        return self._aligner.align(
+            turn.completion_tokens, lambda tokens: teacher_completion_logprobs(teacher, prompt, tokens)
+        )
+
+
+def rollout_metrics(groups: list[Group]) -> dict[str, float]:
+    """Per-step environment metrics (names as tinker-cookbook logs them)."""
+    rollouts: list[Rollout] = [r for g in groups for r in g.rollouts]
+    scored = [r for r in rollouts if r.error is None]
+    n = max(1, len(scored))
+
+    def stage_rate(name: str) -> float:
+        return sum(bool(r.info.get("stages", {}).get(name, {}).get("passed")) for r in scored) / n
+
+    tokens = sum(r.num_tokens for r in rollouts)
+    logprobs = [lp for r in rollouts for t in r.turns for lp in t.completion_logprobs]
+    return {
+        "env/all/reward/total": sum(r.reward for r in scored) / n,
+        "env/all/format_rate": stage_rate("format"),
+        "env/all/syntax_rate": stage_rate("syntax"),
+        "env/all/interface_rate": stage_rate("interface"),
+        "env/all/pass_rate": sum(bool(r.info.get("passed")) for r in scored) / n,
+        "env/all/excluded": sum(r.excluded for r in rollouts),
+        "env/all/errors": len(rollouts) - len(scored),
+        "rollouts": len(rollouts),
+        "tokens/sampled": tokens,
+        "tokens/prompt": sum(len(t.prompt_tokens) for r in rollouts for t in r.turns),
+        "entropy": -sum(logprobs) / len(logprobs) if logprobs else 0.0,
+    }
+
+

@@ -1,0 +1,252 @@
+"""Rollouts: sample answers from the student and score them through the environments.
+
+Groups of ``group_size`` samples share one problem. Sampling requests for every group are
+submitted at once; as each group's samples arrive they are graded on a pool of worker
+threads (each with its own environment instance) while the backend keeps sampling the next
+groups, so simulation time overlaps sampling time. The trainer only uses the environments'
+public Gymnasium API and their documented ``info`` keys.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+from tinker import types
+
+from rtl_trainer.backends.base import SamplingClient
+
+
+@dataclass
+class Turn:
+    """One model call: the prompt it saw and what it sampled (with behaviour log-probs)."""
+
+    prompt_tokens: list[int]
+    completion_tokens: list[int]
+    completion_logprobs: list[float]
+    text: str
+    messages: list[dict[str, Any]] = field(default_factory=list)  # chat messages before this turn
+    tools: list[dict[str, Any]] | None = None  # tool schemas the prompt was rendered with
+
+
+@dataclass
+class Rollout:
+    problem_id: str
+    turns: list[Turn]
+    reward: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def excluded(self) -> bool:
+        """Leave out of training: an error, or a verdict that is not the model's fault."""
+        return self.error is not None or bool(self.info.get("excluded"))
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(t.completion_tokens) for t in self.turns)
+
+    def summary(self) -> dict[str, Any]:
+        """What ``rollouts/step_N.jsonl`` keeps for inspection."""
+        return {
+            "problem_id": self.problem_id,
+            "reward": self.reward,
+            "failure_class": self.info.get("failure_class"),
+            "reason": self.info.get("reason"),
+            "passed": self.info.get("passed"),
+            "error": self.error,
+            "turns": [t.text for t in self.turns],
+            "tokens": self.num_tokens,
+        }
+
+
+@dataclass
+class Group:
+    problem_id: str
+    rollouts: list[Rollout]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [r.reward for r in self.rollouts]
+
+
+class EnvPool:
+    """Environment instances handed to grading threads one at a time."""
+
+    def __init__(self, make_env: Callable[[], gym.Env], size: int) -> None:
+        self._envs: queue.Queue[gym.Env] = queue.Queue()
+        self._all = []
+        for _ in range(max(1, size)):
+            env = make_env()
+            self._all.append(env)
+            self._envs.put(env)
+
+    def score(self, problem_id: str, text: str) -> tuple[float, dict[str, Any]]:
+        """Reset on the problem, answer it, and return the reward and final info."""
+        env = self._envs.get()
+        try:
+            env.reset(options={"problem_id": problem_id})
+            _, reward, _, _, info = env.step(text)
+            return float(reward), info
+        finally:
+            self._envs.put(env)
+
+    def messages(self, problem_id: str) -> list[dict[str, Any]]:
+        env = self._envs.get()
+        try:
+            _, info = env.reset(options={"problem_id": problem_id})
+            return info["messages"]
+        finally:
+            self._envs.put(env)
+
+    def close(self) -> None:
+        for env in self._all:
+            env.close()
+
+
+@dataclass
+class RolloutTiming:
+    sample_s: float = 0.0  # until the last sample arrived
+    grade_s: float = 0.0  # total grading work (summed over threads)
+    wait_s: float = 0.0  # time after the last sample spent waiting for grading to finish
+    total_s: float = 0.0
+
+
+def _truncate(tokens: list[int], limit: int | None) -> list[int]:
+    return tokens[-limit:] if limit and len(tokens) > limit else tokens
+
+
+def collect_single_turn(
+    problem_ids: list[str],
+    *,
+    sampler: SamplingClient,
+    renderer: Any,
+    pool: EnvPool,
+    group_size: int,
+    sampling_params: types.SamplingParams,
+    grade_workers: int = 2,
+    max_prompt_tokens: int | None = None,
+    timeout_s: float = 600.0,
+) -> tuple[list[Group], RolloutTiming]:
+    """Sample ``group_size`` answers per problem and grade them, overlapping the two."""
+    start = time.monotonic()
+    timing = RolloutTiming()
+    lock = threading.Lock()
+    requests = []
+    for pid in problem_ids:
+        messages = pool.messages(pid)
+        prompt = _truncate(renderer.build_generation_prompt(messages), max_prompt_tokens)
+        future = sampler.sample(types.ModelInput.from_ints(prompt), group_size, sampling_params)
+        requests.append((pid, messages, prompt, future))
+
+    groups: list[Group] = []
+    grading: list[tuple[Rollout, Future[tuple[float, dict[str, Any]]]]] = []
+
+    def timed_score(pid: str, text: str) -> tuple[float, dict[str, Any]]:
+        t0 = time.monotonic()
+        try:
+            return pool.score(pid, text)
+        finally:
+            with lock:
+                timing.grade_s += time.monotonic() - t0
+
+    with ThreadPoolExecutor(max_workers=max(1, grade_workers)) as executor:
+        for pid, messages, prompt, future in requests:
+            group = Group(pid, [])
+            groups.append(group)
+            try:
+                response = future.result(timeout=timeout_s)
+            except (TimeoutError, Exception) as exc:  # a failed request must not end the run
+                group.rollouts.append(Rollout(pid, [], error=f"sampling failed: {type(exc).__name__}: {exc}"))
+                continue
+            for sequence in response.sequences:
+                tokens = list(sequence.tokens)
+                text, _ = renderer.parse_response(tokens)
+                turn = Turn(prompt, tokens, list(sequence.logprobs or []), text, messages)
+                rollout = Rollout(pid, [turn])
+                group.rollouts.append(rollout)
+                grading.append((rollout, executor.submit(timed_score, pid, text)))
+        timing.sample_s = time.monotonic() - start
+        for rollout, future in grading:
+            try:
+                rollout.reward, rollout.info = future.result(timeout=timeout_s)
+            except (TimeoutError, Exception) as exc:
+                rollout.error = f"grading failed: {type(exc).__name__}: {exc}"
+    timing.total_s = time.monotonic() - start
+    timing.wait_s = max(0.0, timing.total_s - timing.sample_s)
+    return groups, timing
+
+
+def run_episode(
+    problem_id: str,
+    env: gym.Env,
+    *,
+    sampler: SamplingClient,
+    renderer: Any,
+    sampling_params: types.SamplingParams,
+    max_prompt_tokens: int | None = None,
+    timeout_s: float = 600.0,
+) -> Rollout:
+    """One multi-turn (agentic) episode: sample, act, observe, until the env ends it."""
+    _, info = env.reset(options={"problem_id": problem_id})
+    messages = list(info["messages"])
+    tools = info.get("tools")
+    rollout = Rollout(problem_id, [])
+    deadline = time.monotonic() + timeout_s
+    while True:
+        prompt = _truncate(renderer.build_generation_prompt(messages, tools=tools), max_prompt_tokens)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            rollout.error = f"episode exceeded the {timeout_s:.0f} s rollout timeout"
+            return rollout
+        response = sampler.sample(types.ModelInput.from_ints(prompt), 1, sampling_params).result(timeout=remaining)
+        sequence = response.sequences[0]
+        tokens = list(sequence.tokens)
+        text, _ = renderer.parse_response(tokens)
+        rollout.turns.append(Turn(prompt, tokens, list(sequence.logprobs or []), text, list(messages), tools))
+        _, reward, terminated, truncated, info = env.step(text)
+        messages.append({"role": "assistant", "content": text})
+        messages.extend(info.get("tool_messages", []))
+        if terminated or truncated:
+            rollout.reward, rollout.info = float(reward), info
+            return rollout
+
+
+def collect_multi_turn(
+    problem_ids: list[str],
+    *,
+    make_env: Callable[[], gym.Env],
+    sampler: SamplingClient,
+    renderer: Any,
+    group_size: int,
+    sampling_params: types.SamplingParams,
+    workers: int = 2,
+    max_prompt_tokens: int | None = None,
+    timeout_s: float = 600.0,
+) -> tuple[list[Group], RolloutTiming]:
+    """Agentic episodes, ``group_size`` per problem, run on ``workers`` threads."""
+    start = time.monotonic()
+
+    def episode(pid: str) -> Rollout:
+        env = make_env()
+        try:
+            return run_episode(
+                pid, env, sampler=sampler, renderer=renderer, sampling_params=sampling_params,
+                max_prompt_tokens=max_prompt_tokens, timeout_s=timeout_s,
+            )
+        except Exception as exc:  # one broken episode must not end the run
+            return Rollout(pid, [], error=f"episode failed: {type(exc).__name__}: {exc}")
+        finally:
+            env.close()
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
+        futures = {pid: [executor.submit(episode, pid) for _ in range(group_size)] for pid in problem_ids}
+        groups = [Group(pid, [f.result() for f in fs]) for pid, fs in futures.items()]
+    total = time.monotonic() - start
+    return groups, RolloutTiming(sample_s=total, grade_s=0.0, wait_s=0.0, total_s=total)
