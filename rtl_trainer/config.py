@@ -34,6 +34,7 @@ class TrainConfig:
     max_prompt_tokens: int | None = None  # keep only the last N prompt tokens (tiny models)
     temperature: float = 1.0
     learning_rate: float = 1e-4
+    lr_schedule: str = "constant"  # constant | linear (decays to 10% at the last step)
     lora_rank: int = 32
     full_finetune: bool = False  # train every weight (tiny models built from a config)
     loss_fn: str = "importance_sampling"  # importance_sampling | ppo
@@ -52,6 +53,7 @@ class TrainConfig:
     run_dir: str = "runs/train"
     # sft
     sft_source: str = "reference"  # reference | teacher
+    sft_strip_comments: bool = False  # train on reference solutions without comments (shorter)
     sft_epochs: int = 1
     batch_size: int = 8
 
@@ -85,8 +87,16 @@ class TrainConfig:
             raise ValueError("distillation needs a teacher (--teacher)")
         if self.loss_fn not in ("importance_sampling", "ppo"):
             raise ValueError(f"loss_fn must be importance_sampling or ppo, not {self.loss_fn!r}")
+        if self.lr_schedule not in ("constant", "linear"):
+            raise ValueError(f"lr_schedule must be constant or linear, not {self.lr_schedule!r}")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ValueError("group_size and groups_per_step must be >= 1, steps >= 0")
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of ``step`` under ``lr_schedule``."""
+        if self.lr_schedule == "linear" and self.steps > 1:
+            return self.learning_rate * (1.0 - 0.9 * step / (self.steps - 1))
+        return self.learning_rate
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from typing import Any
 
@@ -24,12 +25,33 @@ from rtl_trainer.losses import check_datum, sft_datum
 from rtl_trainer.rendering import get_renderer
 
 
-def reference_answer(problem: Problem) -> str:
-    """The reference solution as the official prompt asks for it."""
+def strip_comments(text: str) -> str:
+    """Verilog without comments and blank lines: shorter answers for tiny models to learn.
+
+    ``//`` inside a string literal is kept; block comments are removed whole.
+    """
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = []
+    for line in text.splitlines():
+        in_string = False
+        for i, ch in enumerate(line):
+            if ch == '"':
+                in_string = not in_string
+            elif not in_string and line.startswith("//", i):
+                line = line[:i]
+                break
+        if line.strip():
+            lines.append(line.rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def reference_answer(problem: Problem, *, minify: bool = False) -> str:
+    """The reference solution as the official prompt asks for it (optionally without comments)."""
     assert problem.reference is not None
+    files = {p: strip_comments(t) if minify else t for p, t in problem.reference.items()}
     if len(problem.targets) == 1:
-        return "```systemverilog\n" + problem.reference[problem.targets[0]].rstrip("\n") + "\n```"
-    return json.dumps({"code": [{path: problem.reference[path]} for path in problem.targets]})
+        return "```systemverilog\n" + files[problem.targets[0]].rstrip("\n") + "\n```"
+    return json.dumps({"code": [{path: files[path]} for path in problem.targets]})
 
 
 def supervised_examples(config: TrainConfig, renderer: Any) -> list[tuple[str, list[int], list[float]]]:
@@ -42,7 +64,8 @@ def supervised_examples(config: TrainConfig, renderer: Any) -> list[tuple[str, l
             if problem.id not in ids or problem.reference is None:
                 continue
             _, info = env.reset(options={"problem_id": problem.id})
-            messages = [*info["messages"], {"role": "assistant", "content": reference_answer(problem)}]
+            answer = reference_answer(problem, minify=config.sft_strip_comments)
+            messages = [*info["messages"], {"role": "assistant", "content": answer}]
             tokens, weights = renderer.build_supervised_example(messages)
             tokens, weights = _truncate_prompt(tokens, weights, config.max_prompt_tokens)
             examples.append((problem.id, tokens, weights))
@@ -101,7 +124,7 @@ def run_sft(
             check_datum(datum, "cross_entropy")
             datums.append(datum)
         fb = training.forward_backward(datums, "cross_entropy")
-        opt = training.optim_step(types.AdamParams(learning_rate=config.learning_rate))
+        opt = training.optim_step(types.AdamParams(learning_rate=config.lr_at(step)))
         result = fb.result()
         opt.result()
         trained = sum(sum(w > 0 for w in weights) for _, _, weights in batch)

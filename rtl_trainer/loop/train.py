@@ -175,7 +175,7 @@ class Trainer:
         if datums:
             loss_config = {"clip_low_threshold": cfg.ppo_clip, "clip_high_threshold": cfg.ppo_clip} if cfg.loss_fn == "ppo" else None
             fb_future = training.forward_backward(datums, cfg.loss_fn, loss_config)
-            opt_future = training.optim_step(types.AdamParams(learning_rate=cfg.learning_rate))
+            opt_future = training.optim_step(types.AdamParams(learning_rate=cfg.lr_at(step)))
             fb = fb_future.result()
             opt_future.result()
             train_metrics = {f"train/{k}": v for k, v in fb.metrics.items()}

@@ -1,0 +1,157 @@
+"""The training loop end to end on tiny real models, real environments and real grading."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rtl_trainer.backends import load_tokenizer
+from rtl_trainer.backends.local import LocalServiceClient
+from rtl_trainer.config import TrainConfig
+from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.loop.sft import reference_answer, run_sft, strip_comments
+from rtl_trainer.loop.train import Trainer
+
+pytestmark = pytest.mark.sandbox
+
+IDS = ["cvdp_gym_gray_converter_0001", "cvdp_gym_priority_encoder_0001"]
+REQUIRED_METRICS = {
+    "env/all/reward/total", "env/all/format_rate", "env/all/syntax_rate", "env/all/pass_rate",
+    "entropy", "tokens/sampled", "time/sample", "time/grade", "time/train", "time/grade_wait_share",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, toolchain) -> Path:
+    """A tiny model folder (offline Qwen tokenizer, compact vocabulary) built from a config."""
+    from rtl_trainer.demo import build_models
+
+    out = tmp_path_factory.mktemp("tiny")
+    teacher_dir, _ = build_models(out, base_config(out))
+    return teacher_dir
+
+
+def base_config(run_dir: Path, **changes) -> TrainConfig:
+    config = TrainConfig(
+        backend="local", renderer="qwen3_instruct", teacher_renderer="qwen3_instruct",
+        ids=IDS, full_finetune=True, max_prompt_tokens=48, max_tokens=24, groups_per_step=2,
+        group_size=2, save_every=1, learning_rate=1e-3, run_dir=str(run_dir), student="unset",
+    )
+    return replace(config, **changes)
+
+
+def service(model_dir: Path, run_dir: Path) -> LocalServiceClient:
+    return LocalServiceClient(load_tokenizer(str(model_dir)), workdir=run_dir, full_finetune=True)
+
+
+def test_config_files_and_validation(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"mode": "rl", "student": "m", "steps": 3}))
+    config = TrainConfig.from_file(path)
+    assert (config.mode, config.steps) == ("rl", 3)
+    assert config.merged({"steps": 7, "seed": None}).steps == 7
+    (tmp_path / "bad.json").write_text(json.dumps({"stepz": 1}))
+    with pytest.raises(ValueError, match="unknown config keys: stepz"):
+        TrainConfig.from_file(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="teacher"):
+        TrainConfig(mode="distill", student="m").validate()
+    assert TrainConfig(learning_rate=1.0, steps=11, lr_schedule="linear").lr_at(10) == pytest.approx(0.1)
+
+
+def test_runlog_resume_bookkeeping(tmp_path):
+    log = RunLog(tmp_path)
+    for step in range(4):
+        log.log_metrics(step, {"x": step})
+    log.log_checkpoint(1, state_path="/s1")
+    with open(log.metrics_path, "a") as handle:
+        handle.write('{"step": 4, "x"')  # torn by an interruption
+    assert [r["step"] for r in log.metrics()] == [0, 1, 2, 3]
+    log.truncate_after(log.last_checkpoint()["step"])
+    assert [r["step"] for r in log.metrics()] == [0, 1]
+
+
+def test_strip_comments_keeps_code():
+    text = 'module m; // c\n  /* block\n  */ assign a = "//x"; // tail\n\nendmodule\n'
+    assert strip_comments(text) == 'module m;\n   assign a = "//x";\nendmodule\n'
+
+
+def test_sft_lowers_the_loss(tiny, tmp_path):
+    config = base_config(tmp_path / "sft", mode="sft", student=str(tiny), steps=6, learning_rate=3e-3, batch_size=2)
+    _, log = run_sft(config, service(tiny, tmp_path / "sft"))
+    losses = [row["train/loss_per_token"] for row in log.metrics()]
+    assert len(losses) == 6 and losses[-1] < losses[0]
+    assert log.last_checkpoint()["step"] == 5
+    assert Path(log.last_checkpoint()["state_path"]).is_dir()
+
+
+def test_rl_steps_write_metrics_rollouts_and_checkpoints(tiny, tmp_path):
+    run = tmp_path / "rl"
+    config = base_config(run, mode="rl", student=str(tiny), steps=2)
+    Trainer(config, service(tiny, run)).run()
+    rows = RunLog(run).metrics()
+    assert [r["step"] for r in rows] == [0, 1]
+    for row in rows:
+        assert REQUIRED_METRICS <= set(row), REQUIRED_METRICS - set(row)
+        assert row["rollouts"] == 4 and row["tokens/sampled"] > 0
+        assert 0.0 <= row["time/grade_wait_share"] <= 1.0
+    rollouts = [json.loads(line) for line in (run / "rollouts" / "step_00000.jsonl").read_text().splitlines()]
+    assert {r["problem_id"] for r in rollouts} == set(IDS) and all("reward" in r for r in rollouts)
+    assert json.loads((run / "config.json").read_text())["mode"] == "rl"
+    assert [c["step"] for c in map(json.loads, (run / "checkpoints.jsonl").read_text().splitlines())] == [0, 1]
+
+
+def test_distill_from_an_identical_teacher_has_zero_kl(tiny, tmp_path):
+    run = tmp_path / "distill"
+    config = base_config(run, mode="distill", student=str(tiny), teacher=str(tiny), steps=1, kl_penalty_coef=1.0)
+    # The teacher is the student's own starting weights: the KL estimate must be ~0.
+    sft_state = tmp_path / "sft0"
+    _, log = run_sft(base_config(sft_state, mode="sft", student=str(tiny), steps=1, batch_size=1), service(tiny, sft_state))
+    state = log.last_checkpoint()["state_path"]
+    config = replace(config, student=state, teacher=state)
+    Trainer(config, service(tiny, run)).run()
+    row = RunLog(run).metrics()[0]
+    assert row["teacher_kl"] == pytest.approx(0.0, abs=1e-3)
+    assert row["teacher_aligned_fraction"] == pytest.approx(1.0)
+
+
+def test_resume_continues_after_the_last_checkpoint(tiny, tmp_path):
+    run = tmp_path / "resume"
+    config = base_config(run, mode="rl", student=str(tiny), steps=2)
+    Trainer(config, service(tiny, run)).run()
+    # Pretend the run was cut after logging a third step that never got its checkpoint.
+    RunLog(run).log_metrics(2, {"partial": True})
+    Trainer(replace(config, steps=3), service(tiny, run)).run(resume=True)
+    steps = [r["step"] for r in RunLog(run).metrics()]
+    assert steps == [0, 1, 2]
+    assert "partial" not in RunLog(run).metrics()[-1]
+
+
+def test_plot_and_cli(tiny, tmp_path):
+    run = tmp_path / "p"
+    Trainer(base_config(run, mode="rl", student=str(tiny), steps=1), service(tiny, run)).run()
+    out = tmp_path / "m.png"
+    cli = [sys.executable, "-m", "rtl_trainer.cli"]
+    done = subprocess.run([*cli, "plot", str(run), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    helptext = subprocess.run([*cli, "--help"], capture_output=True, text=True, timeout=120).stdout
+    for command in ("rl", "distill", "sft", "eval", "plot"):
+        assert command in helptext
+    bad = subprocess.run([*cli, "distill", "--student", str(tiny)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "teacher" in bad.stdout
+
+
+def test_reference_answer_shapes():
+    from cvdp_gym.data import load_dataset
+
+    problems = load_dataset("bundled")
+    single = reference_answer(problems["cvdp_gym_gray_converter_0001"])
+    assert single.startswith("```systemverilog\n") and single.endswith("\n```")
+    double = json.loads(reference_answer(problems["cvdp_gym_uart_tx_0001"]))
+    assert [list(item) for item in double["code"]] == [["rtl/baud_gen.sv"], ["rtl/uart_tx.sv"]]
