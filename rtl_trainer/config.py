@@ -46,6 +46,7 @@ class TrainConfig:
     max_turns: int = 8  # agentic episodes
     rollout_timeout_s: float = 600.0
     grade_workers: int = 2
+    grade_cache: bool = True  # reuse verdicts of identical answers (SQLite, by content hash)
     save_every: int = 5
     eval_every: int = 0  # 0: no periodic eval
     eval_samples: int = 1

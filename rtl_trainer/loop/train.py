@@ -44,7 +44,7 @@ from rtl_trainer.rollouts.rollouts import (
 )
 
 
-def make_env_factory(config: TrainConfig, *, cache: bool = True) -> Callable[[], gym.Env]:
+def make_env_factory(config: TrainConfig, *, cache: bool | None = None) -> Callable[[], gym.Env]:
     """Environments over the configured problems (the trainer's only view of CVDP)."""
     import cvdp_gym  # noqa: F401  (registers the environments)
 
@@ -56,7 +56,7 @@ def make_env_factory(config: TrainConfig, *, cache: bool = True) -> Callable[[],
             categories=config.categories,
             difficulty=config.difficulty,
             reward=config.reward,
-            cache=cache,
+            cache=config.grade_cache if cache is None else cache,
         )
 
     return make
