@@ -375,7 +375,28 @@ def _stop_rules(params: types.SamplingParams, tokenizer: Any) -> tuple[set[int],
     raise ValueError(f"stop must be strings or token ids, not a mix: {stops!r}")
 
 
-class LocalSamplingClient:
+class _LocalClient:
+    """What both local clients share: the SDK's client-future shim, tokenizer, base model."""
+
+    _tokenizer: Any
+    _base_model: str
+    _worker: SerialWorker
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The client itself (SDK 0.38 returns a future of the client)."""
+        return self
+
+    def get_tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def get_base_model(self) -> str:
+        return self._base_model
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=False)
+
+
+class LocalSamplingClient(_LocalClient):
     """Samples from a fixed set of weights (a snapshot: later training does not reach it)."""
 
     def __init__(
@@ -392,19 +413,6 @@ class LocalSamplingClient:
         self._runtime = runtime
         self._base_model = base_model
         self._worker = SerialWorker("local-sampler")
-
-    def result(self, timeout: float | None = None) -> LocalSamplingClient:
-        """The client itself (SDK 0.38 returns a future of the client)."""
-        return self
-
-    def get_tokenizer(self) -> Any:
-        return self._tokenizer
-
-    def get_base_model(self) -> str:
-        return self._base_model
-
-    def close(self) -> None:
-        self._worker.shutdown(wait=False)
 
     # -- public API ------------------------------------------------------------------
 
@@ -560,7 +568,7 @@ class LocalSamplingClient:
 # --------------------------------------------------------------------------- training
 
 
-class LocalTrainingClient:
+class LocalTrainingClient(_LocalClient):
     """Trains one model (LoRA adapter or all weights) with Tinker's losses and AdamW."""
 
     def __init__(
@@ -607,19 +615,6 @@ class LocalTrainingClient:
     @property
     def is_lora(self) -> bool:
         return self._lora is not None
-
-    def result(self, timeout: float | None = None) -> LocalTrainingClient:
-        """The client itself (SDK 0.38 returns a future of the client)."""
-        return self
-
-    def get_tokenizer(self) -> Any:
-        return self._tokenizer
-
-    def get_base_model(self) -> str:
-        return self._base_model
-
-    def close(self) -> None:
-        self._worker.shutdown(wait=False)
 
     # -- forward / backward ----------------------------------------------------------
 
