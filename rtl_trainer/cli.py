@@ -164,5 +164,27 @@ def plot(
     console.print(f"wrote {path}")
 
 
+@app.command()
+def models() -> None:
+    """List the models the Tinker service offers (needs TINKER_API_KEY)."""
+    from rtl_trainer.backends.tinker_backend import TinkerService
+
+    try:
+        offered = TinkerService().available_models()
+    except (ValueError, RuntimeError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    table = Table(title="Tinker models")
+    for column in ("model", "max context", "trainable", "sampleable"):
+        table.add_column(column)
+
+    def flag(value: bool | None) -> str:
+        return "?" if value is None else ("yes" if value else "no")
+
+    for m in offered:
+        table.add_row(m.model_name or "?", str(m.max_context_length or "?"), flag(m.trainable), flag(m.sampleable))
+    console.print(table)
+
+
 if __name__ == "__main__":
     app()

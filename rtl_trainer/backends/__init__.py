@@ -37,5 +37,10 @@ def make_service(config: TrainConfig) -> Any:
             full_finetune=config.full_finetune,
         )
     if config.backend == "tinker":
-        raise ValueError("the Tinker backend is not available yet in this version")
+        from rtl_trainer.backends.tinker_backend import TinkerService
+
+        service = TinkerService()
+        # Before any training client exists (nothing is billed for a wrong name).
+        service.check_models([n for n in (config.student, config.teacher) if n and not is_saved_state(n)])
+        return service
     raise ValueError(f"unknown backend {config.backend!r}; expected 'local' or 'tinker'")

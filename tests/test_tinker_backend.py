@@ -1,0 +1,354 @@
+"""The Tinker backend: key and model checks, and the loop's requests against the SDK's contract.
+
+The service cannot be reached from the test machines, so an in-process stand-in of
+``tinker.ServiceClient`` (``tinker.types`` values and futures, the local backend's real
+model behind them) records every request; the real ``Trainer`` runs through
+``TinkerService`` over it. A live test runs one distillation step when ``TINKER_API_KEY``
+is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tinker
+from tinker import types
+from typer.testing import CliRunner
+
+from rtl_trainer.backends import load_tokenizer, make_service
+from rtl_trainer.backends.local import LocalServiceClient
+from rtl_trainer.backends.tinker_backend import API_KEY_VAR, TinkerService
+from rtl_trainer.config import TrainConfig
+from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.loop.train import Trainer
+
+IDS = ["cvdp_gym_gray_converter_0001", "cvdp_gym_priority_encoder_0001"]
+# base.py: the loss functions and the exact loss_fn_inputs (with dtypes) each takes.
+LOSS_INPUTS = {
+    "cross_entropy": {"target_tokens": "int64", "weights": "float32"},
+    "importance_sampling": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
+    "ppo": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
+}
+CREATE_METHODS = (
+    "create_lora_training_client",
+    "create_training_client_from_state",
+    "create_training_client_from_state_with_optimizer",
+    "create_sampling_client",
+)
+
+
+# -- the stand-in of tinker.ServiceClient -----------------------------------------------
+class Recorder:
+    """Every request made to the stand-in, and every future it handed out."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.futures: list[TrackedFuture] = []
+        self._lock = threading.Lock()
+
+    def record(self, method: str, **args: Any) -> None:
+        with self._lock:
+            self.calls.append((method, args))
+
+    def future(self, method: str, inner: Any = None, *, value: Any = None) -> TrackedFuture:
+        future = TrackedFuture(method, inner, value)
+        with self._lock:
+            self.futures.append(future)
+        return future
+
+    def named(self, method: str) -> list[dict[str, Any]]:
+        return [args for name, args in self.calls if name == method]
+
+
+class TrackedFuture:
+    """An ``APIFuture``-like value that remembers whether ``result()`` was called."""
+
+    def __init__(self, method: str, inner: Any, value: Any) -> None:
+        self.method, self._inner, self._value = method, inner, value
+        self.awaited = False
+
+    def result(self, timeout: float | None = None) -> Any:
+        self.awaited = True
+        return self._value if self._inner is None else self._inner.result(timeout)
+
+
+class StandInSamplingClient:
+    def __init__(self, local: Any, rec: Recorder) -> None:
+        self._local, self._rec = local, rec
+
+    def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: types.SamplingParams, **kw: Any):
+        self._rec.record("sample", prompt=prompt, num_samples=num_samples, sampling_params=sampling_params, **kw)
+        return self._rec.future("sample", self._local.sample(prompt, num_samples, sampling_params, **kw))
+
+    def compute_logprobs(self, prompt: types.ModelInput, **kw: Any):
+        self._rec.record("compute_logprobs", prompt=prompt, **kw)
+        return self._rec.future("compute_logprobs", self._local.compute_logprobs(prompt, **kw))
+
+    def get_tokenizer(self) -> Any:
+        return self._local.get_tokenizer()
+
+
+class StandInTrainingClient:
+    def __init__(self, local: Any, rec: Recorder) -> None:
+        self._local, self._rec = local, rec
+
+    def forward_backward(self, data: list[types.Datum], loss_fn: str, loss_fn_config: dict | None = None):
+        self._rec.record("forward_backward", data=data, loss_fn=loss_fn, loss_fn_config=loss_fn_config)
+        return self._rec.future("forward_backward", self._local.forward_backward(data, loss_fn, loss_fn_config))
+
+    def forward(self, data: list[types.Datum], loss_fn: str, loss_fn_config: dict | None = None):
+        self._rec.record("forward", data=data, loss_fn=loss_fn, loss_fn_config=loss_fn_config)
+        return self._rec.future("forward", self._local.forward(data, loss_fn, loss_fn_config))
+
+    def optim_step(self, adam_params: types.AdamParams):
+        self._rec.record("optim_step", adam_params=adam_params)
+        return self._rec.future("optim_step", self._local.optim_step(adam_params))
+
+    def save_state(self, name: str):
+        self._rec.record("save_state", name=name)
+        return self._rec.future("save_state", self._local.save_state(name))
+
+    def load_state(self, path: str):
+        self._rec.record("load_state", path=path)
+        return self._rec.future("load_state", self._local.load_state(path))
+
+    def save_weights_and_get_sampling_client(self, name: str | None = None, **kw: Any):
+        # As SDK 0.38: a future of the sampling client.
+        self._rec.record("save_weights_and_get_sampling_client", name=name)
+        sampler = self._local.save_weights_and_get_sampling_client(name)
+        return self._rec.future("save_weights_and_get_sampling_client", value=StandInSamplingClient(sampler, self._rec))
+
+    def get_tokenizer(self) -> Any:
+        return self._local.get_tokenizer()
+
+
+class StandInServiceClient:
+    """``tinker.ServiceClient``'s methods over ``LocalServiceClient``; ``create_*`` return
+    futures of clients, as SDK 0.38 does."""
+
+    def __init__(self, local: LocalServiceClient, models: list[str], rec: Recorder) -> None:
+        self._local, self._models, self.rec = local, models, rec
+
+    def get_server_capabilities(self):
+        self.rec.record("get_server_capabilities")
+        response = types.GetServerCapabilitiesResponse(
+            supported_models=[
+                types.SupportedModel(model_name=m, max_context_length=4096, trainable=True, sampleable=True)
+                for m in self._models
+            ]
+        )
+        return self.rec.future("get_server_capabilities", value=response)
+
+    def create_lora_training_client(self, base_model: str, rank: int = 32, **kw: Any):
+        self.rec.record("create_lora_training_client", base_model=base_model, rank=rank, **kw)
+        client = StandInTrainingClient(self._local.create_lora_training_client(base_model, rank=rank), self.rec)
+        return self.rec.future("create_lora_training_client", value=client)
+
+    def create_training_client_from_state(self, path: str, **kw: Any):
+        self.rec.record("create_training_client_from_state", path=path, **kw)
+        client = StandInTrainingClient(self._local.create_training_client_from_state(path), self.rec)
+        return self.rec.future("create_training_client_from_state", value=client)
+
+    def create_training_client_from_state_with_optimizer(self, path: str, **kw: Any):
+        self.rec.record("create_training_client_from_state_with_optimizer", path=path, **kw)
+        local = self._local.create_training_client_from_state_with_optimizer(path)
+        return self.rec.future("create_training_client_from_state_with_optimizer", value=StandInTrainingClient(local, self.rec))
+
+    def create_sampling_client(self, model_path: str | None = None, base_model: str | None = None, **kw: Any):
+        self.rec.record("create_sampling_client", model_path=model_path, base_model=base_model, **kw)
+        local = self._local.create_sampling_client(model_path=model_path, base_model=base_model)
+        return self.rec.future("create_sampling_client", value=StandInSamplingClient(local, self.rec))
+
+
+def check_contract(rec: Recorder, run: Path, earlier: int = 0) -> None:
+    """Every recorded request as the SDK takes it; every future awaited; states logged
+    (after ``earlier`` checkpoints of a previous run)."""
+    fbs = rec.named("forward_backward")
+    assert fbs, "no forward_backward request"
+    for args in fbs:
+        assert args["loss_fn"] in LOSS_INPUTS
+        expected = LOSS_INPUTS[args["loss_fn"]]
+        assert args["data"], "forward_backward with no datums"
+        for datum in args["data"]:
+            assert isinstance(datum, types.Datum) and isinstance(datum.model_input, types.ModelInput)
+            length = datum.model_input.length
+            assert set(datum.loss_fn_inputs) == set(expected)
+            for key, dtype in expected.items():
+                value = datum.loss_fn_inputs[key]
+                assert isinstance(value, types.TensorData) and value.dtype == dtype, (key, value.dtype)
+                array = np.asarray(value.data)
+                assert array.ndim == 1 and len(array) == length, (key, len(array), length)
+                assert value.shape in (None, [length])
+                assert np.all(np.isfinite(array))
+    steps = rec.named("optim_step")
+    assert len(steps) == len(fbs) and all(isinstance(a["adam_params"], types.AdamParams) for a in steps)
+    assert all(args["sampling_params"].max_tokens == 24 for args in rec.named("sample"))
+    unawaited = [f.method for f in rec.futures if not f.awaited]
+    assert not unawaited, f"futures whose result() was never called: {unawaited}"
+    saved = [f.result().path for f in rec.futures if f.method == "save_state"]
+    logged = [json.loads(line)["state_path"] for line in (run / "checkpoints.jsonl").read_text().splitlines()]
+    assert saved and saved == logged[earlier:]
+
+
+# -- fixtures ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, toolchain) -> Path:
+    from rtl_trainer.demo import build_models
+
+    out = tmp_path_factory.mktemp("tiny")
+    teacher_dir, _ = build_models(out, base_config(out))
+    return teacher_dir
+
+
+def base_config(run_dir: Path, **changes: Any) -> TrainConfig:
+    config = TrainConfig(
+        backend="tinker", renderer="qwen3_instruct", teacher_renderer="qwen3_instruct",
+        ids=IDS, full_finetune=True, max_prompt_tokens=48, max_tokens=24, groups_per_step=2,
+        group_size=2, save_every=1, learning_rate=1e-3, run_dir=str(run_dir), student="unset",
+    )
+    return replace(config, **changes)
+
+
+class Factory:
+    """Stands in for ``tinker.ServiceClient`` / ``tinker.RestClient``: counts constructions."""
+
+    def __init__(self, make: Any) -> None:
+        self.make, self.count = make, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.make()
+
+
+@pytest.fixture
+def patched(monkeypatch):
+    """Route ``TinkerService()`` to a stand-in; returns a function making one for a run."""
+    monkeypatch.setenv(API_KEY_VAR, "test-key")
+
+    def install(service: StandInServiceClient) -> Factory:
+        factory = Factory(lambda: service)
+        monkeypatch.setattr(tinker, "ServiceClient", factory)
+        monkeypatch.setattr(tinker, "RestClient", Factory(lambda: service))
+        return factory
+
+    return install
+
+
+def standin(tiny: Path, run: Path, rec: Recorder | None = None, models: list[str] | None = None) -> StandInServiceClient:
+    local = LocalServiceClient(load_tokenizer(str(tiny)), workdir=run, full_finetune=True)
+    return StandInServiceClient(local, models or [str(tiny)], rec or Recorder())
+
+
+# -- tests -------------------------------------------------------------------------------
+def test_missing_key_is_a_clear_error_before_any_client(monkeypatch, tmp_path):
+    monkeypatch.delenv(API_KEY_VAR, raising=False)
+    made = Factory(lambda: pytest.fail("a client was made without an API key"))
+    monkeypatch.setattr(tinker, "ServiceClient", made)
+    monkeypatch.setattr(tinker, "RestClient", made)
+    with pytest.raises(RuntimeError, match=API_KEY_VAR):
+        TinkerService()
+    with pytest.raises(RuntimeError, match=API_KEY_VAR):
+        make_service(base_config(tmp_path, mode="rl", student="Qwen/Qwen3-8B"))
+    from rtl_trainer.cli import app
+
+    result = CliRunner().invoke(app, ["models"])
+    assert result.exit_code == 2 and API_KEY_VAR in result.output
+    assert made.count == 0
+
+
+def test_unknown_model_is_refused_before_any_training_client(patched, tmp_path):
+    rec = Recorder()
+    offered = ["Qwen/Qwen3-8B", "meta-llama/Llama-3.2-1B"]
+    service = StandInServiceClient(None, offered, rec)  # type: ignore[arg-type]
+    patched(service)
+    for config in (
+        base_config(tmp_path, mode="rl", student="Qwen/Nope"),
+        base_config(tmp_path, mode="distill", student="Qwen/Qwen3-8B", teacher="Big/Teacher"),
+    ):
+        with pytest.raises(ValueError, match=re.escape("offered: Qwen/Qwen3-8B, meta-llama/Llama-3.2-1B")) as err:
+            make_service(config)
+        assert str(config.teacher if config.teacher else config.student) in str(err.value)
+    # Saved states are not model names: not checked against the list.
+    ok = make_service(base_config(tmp_path, mode="distill", student="tinker://run/weights/s1", teacher="Qwen/Qwen3-8B"))
+    assert isinstance(ok, TinkerService)
+    assert not [name for name, _ in rec.calls if name in CREATE_METHODS]
+    assert {name for name, _ in rec.calls} == {"get_server_capabilities"}
+
+
+def test_models_command_lists_the_offered_models(patched):
+    from rtl_trainer.cli import app
+
+    patched(StandInServiceClient(None, ["Qwen/Qwen3-8B", "meta-llama/Llama-3.2-1B"], Recorder()))  # type: ignore[arg-type]
+    result = CliRunner().invoke(app, ["models"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Qwen/Qwen3-8B" in result.output and "meta-llama/Llama-3.2-1B" in result.output
+
+
+@pytest.mark.sandbox
+def test_rl_and_resume_through_the_sdk_contract(tiny, tmp_path, patched):
+    run = tmp_path / "rl"
+    rec = Recorder()
+    made = patched(standin(tiny, run, rec))
+    config = base_config(run, mode="rl", student=str(tiny), steps=2)
+    service = make_service(config)
+    assert isinstance(service, TinkerService) and made.count == 1
+    Trainer(config, service).run()
+    assert [r["step"] for r in RunLog(run).metrics()] == [0, 1]
+    assert [a["base_model"] for a in rec.named("create_lora_training_client")] == [str(tiny)]
+    assert len(rec.named("forward_backward")) == 2
+    check_contract(rec, run)
+
+    # Resume: the last saved state, with its optimizer, and one more step (step 2).
+    last = RunLog(run).last_checkpoint()
+    assert last["step"] == 1
+    rec2 = Recorder()
+    patched(standin(tiny, run, rec2))
+    Trainer(replace(config, steps=3), make_service(config)).run(resume=True)
+    assert [a["path"] for a in rec2.named("create_training_client_from_state_with_optimizer")] == [last["state_path"]]
+    assert not rec2.named("create_lora_training_client")
+    assert [a["name"] for a in rec2.named("save_weights_and_get_sampling_client")] == ["step00002", "step00003"]
+    assert [r["step"] for r in RunLog(run).metrics()] == [0, 1, 2]
+    assert len(rec2.named("forward_backward")) == 1
+    check_contract(rec2, run, earlier=2)
+    assert RunLog(run).last_checkpoint()["step"] == 2
+
+
+@pytest.mark.sandbox
+def test_distillation_step_through_the_sdk_contract(tiny, tmp_path, patched):
+    run = tmp_path / "distill"
+    rec = Recorder()
+    patched(standin(tiny, run, rec))
+    config = base_config(run, mode="distill", student=str(tiny), teacher=str(tiny), steps=1, kl_penalty_coef=1.0)
+    Trainer(config, make_service(config)).run()
+    row = RunLog(run).metrics()[0]
+    assert "teacher_kl" in row and row["teacher_aligned_fraction"] == pytest.approx(1.0)
+    assert [a["base_model"] for a in rec.named("create_sampling_client")] == [str(tiny)]
+    assert rec.named("compute_logprobs"), "the teacher was never asked for log-probabilities"
+    check_contract(rec, run)
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(not os.environ.get(API_KEY_VAR), reason=f"live Tinker test: set {API_KEY_VAR} to run it")
+def test_live_distillation_step(tmp_path, toolchain):
+    student = os.environ.get("TINKER_TEST_STUDENT", "Qwen/Qwen3-4B-Instruct-2507")
+    teacher = os.environ.get("TINKER_TEST_TEACHER", student)
+    run = tmp_path / "live"
+    config = TrainConfig(
+        mode="distill", backend="tinker", student=student, teacher=teacher, ids=IDS[:1], steps=1,
+        groups_per_step=1, group_size=2, max_tokens=256, kl_penalty_coef=1.0, lora_rank=8,
+        learning_rate=1e-5, run_dir=str(run),
+    )
+    service = make_service(config)
+    assert student in [m.model_name for m in service.available_models()]
+    Trainer(config, service).run()
+    row = RunLog(run).metrics()[0]
+    assert row["datums"] > 0 and "teacher_kl" in row
+    assert RunLog(run).last_checkpoint()["state_path"].startswith("tinker://")
