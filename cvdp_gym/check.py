@@ -18,6 +18,7 @@ from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 from cvdp_gym.harness.results import PASSED, HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner
+from cvdp_gym.jsonl import read_objects
 
 REFERENCE = "reference"
 
@@ -103,15 +104,12 @@ def build_jobs(
 def read_done(path: Path) -> dict[str, CheckOutcome]:
     """Outcomes already in a results file (a torn last line is ignored)."""
     done: dict[str, CheckOutcome] = {}
-    if not path.exists():
-        return done
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                outcome = CheckOutcome.from_json(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue
-            done[outcome.job_key] = outcome
+    for row in read_objects(path):
+        try:
+            outcome = CheckOutcome.from_json(row)
+        except (KeyError, TypeError):
+            continue
+        done[outcome.job_key] = outcome
     return done
 
 

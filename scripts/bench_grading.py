@@ -11,7 +11,6 @@ error (the lint stage: no simulation), and graded answers per second over the bu
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import tempfile
 import time
@@ -21,13 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cvdp_gym.data import bundled_candidates, load_dataset
+from cvdp_gym.envs.prompts import answer_text
 from cvdp_gym.grading import Grader
-
-
-def as_answer(problem, files: dict[str, str]) -> str:
-    if len(problem.targets) == 1:
-        return "```systemverilog\n" + next(iter(files.values())) + "```"
-    return json.dumps({"code": [{p: t} for p, t in files.items()]})
 
 
 def main() -> None:
@@ -35,8 +29,8 @@ def main() -> None:
     dataset = load_dataset("bundled")
     fast = [p for p in dataset if "verilator" not in p.harness.get("src/.env", "")]
     by_id = {p.id: p for p in fast}
-    answers = [(p, as_answer(p, p.reference)) for p in fast]
-    answers += [(by_id[c.problem_id], as_answer(by_id[c.problem_id], c.files)) for c in bundled_candidates() if c.problem_id in by_id]
+    answers = [(p, answer_text(p, p.reference)) for p in fast]
+    answers += [(by_id[c.problem_id], answer_text(by_id[c.problem_id], c.files)) for c in bundled_candidates() if c.problem_id in by_id]
 
     with tempfile.TemporaryDirectory() as tmp:
         cached = Grader(cache=Path(tmp) / "grades.sqlite")
@@ -50,7 +44,7 @@ def main() -> None:
             assert result.cached
 
     grader = Grader(cache=None)
-    syntax = [(by_id[c.problem_id], as_answer(by_id[c.problem_id], c.files)) for c in bundled_candidates() if c.name == "syntax_error" and c.problem_id in by_id]
+    syntax = [(by_id[c.problem_id], answer_text(by_id[c.problem_id], c.files)) for c in bundled_candidates() if c.name == "syntax_error" and c.problem_id in by_id]
     grader.grade_response(*syntax[0])  # warm up
     rejects = []
     for problem, answer in syntax:

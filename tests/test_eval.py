@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cvdp_gym.data import load_dataset
-from cvdp_gym.envs.prompts import single_shot_messages
+from cvdp_gym.envs.prompts import answer_text, single_shot_messages
 from cvdp_gym.eval import (
     ResponsesFileError,
     aggregate,
@@ -37,9 +37,8 @@ NO_CODE = "I would use a small state machine here."
 
 def correct(problem) -> str:
     """The reference as an answer: a fenced block, or the official JSON shape for several files."""
-    if len(problem.reference) == 1:
-        return "Here it is:\n```systemverilog\n" + next(iter(problem.reference.values())) + "```\n"
-    return json.dumps({"code": [{path: text} for path, text in problem.reference.items()]})
+    answer = answer_text(problem, problem.reference)
+    return "Here it is:\n" + answer if len(problem.targets) == 1 else answer
 
 
 def syntax_error(problem) -> str:

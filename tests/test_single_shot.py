@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import cvdp_gym  # noqa: F401  (registers the environments)
 from cvdp_gym.data import bundled_candidates, load_dataset
+from cvdp_gym.envs.prompts import answer_text
 
 pytestmark = pytest.mark.sandbox
 
 PROBLEMS = load_dataset("bundled")
-
-
-def answer_with(problem, files: dict[str, str]) -> str:
-    """An answer in the shape the official prompt asks for."""
-    if len(problem.targets) == 1:
-        return "Here is the design.\n```systemverilog\n" + next(iter(files.values())) + "```\n"
-    return json.dumps({"code": [{path: text} for path, text in files.items()]})
 
 
 @pytest.fixture
@@ -58,7 +50,7 @@ def test_reference_scores_the_maximum_and_terminates(env):
     for pid in ("cvdp_gym_gray_converter_0001", "cvdp_gym_uart_tx_0001"):
         env.reset(options={"problem_id": pid})
         problem = env.unwrapped.problem
-        _, reward, terminated, truncated, info = env.step(answer_with(problem, problem.reference))
+        _, reward, terminated, truncated, info = env.step(answer_text(problem, problem.reference))
         assert (reward, terminated, truncated) == (pytest.approx(1.4), True, False), info["reason"]
         assert info["passed"] and info["failure_class"] is None
         assert all(stage["passed"] for stage in info["stages"].values())
@@ -72,7 +64,7 @@ def test_reference_scores_the_maximum_and_terminates(env):
 def test_known_wrong_answers(env, name, failure_class, reward):
     candidate = next(c for c in bundled_candidates() if c.problem_id == "cvdp_gym_edge_detector_0001" and c.name == name)
     env.reset(options={"problem_id": candidate.problem_id})
-    _, got, _, _, info = env.step(answer_with(env.unwrapped.problem, candidate.files))
+    _, got, _, _, info = env.step(answer_text(env.unwrapped.problem, candidate.files))
     assert info["failure_class"] == failure_class and got == pytest.approx(reward), info["reason"]
 
 
@@ -93,11 +85,11 @@ def test_reward_variants(toolchain):
     env = gym.make("CVDP-SingleShot-v0", cache=False, reward="binary", ids=["cvdp_gym_edge_detector_0001"])
     env.reset(seed=0)
     candidate = next(c for c in bundled_candidates() if c.problem_id == "cvdp_gym_edge_detector_0001" and c.name == "functional_bug")
-    _, reward, *_ = env.step(answer_with(env.unwrapped.problem, candidate.files))
+    _, reward, *_ = env.step(answer_text(env.unwrapped.problem, candidate.files))
     assert reward == 0.0
     partial = gym.make("CVDP-SingleShot-v0", cache=False, reward="partial", ids=["cvdp_gym_edge_detector_0001"])
     partial.reset(seed=0)
-    _, reward, _, _, info = partial.step(answer_with(partial.unwrapped.problem, candidate.files))
+    _, reward, _, _, info = partial.step(answer_text(partial.unwrapped.problem, candidate.files))
     assert reward == pytest.approx(0.4 + info["tests"]["passed"] / info["tests"]["total"])
 
 
@@ -107,7 +99,7 @@ def test_async_vector_env(toolchain):
     try:
         envs.reset(seed=1)
         problems = {p.id: p for p in PROBLEMS}
-        answers = [answer_with(problems[pid], problems[pid].reference) for pid in ids]
+        answers = [answer_text(problems[pid], problems[pid].reference) for pid in ids]
         _, rewards, terminated, _, _ = envs.step(answers)
         assert list(rewards) == pytest.approx([1.4, 1.4])
         assert all(terminated)

@@ -8,6 +8,8 @@ describes the bash tool) and the prompt.
 
 from __future__ import annotations
 
+import json
+
 from cvdp_gym.data.problems import Problem
 
 FOLDERS = """You are a helpful assistance.
@@ -82,3 +84,11 @@ def agentic_messages(problem: Problem, system_message: str | None = None) -> lis
     """System and user messages opening an agentic episode on ``problem``."""
     system = system_message or problem.system_message or DEFAULT_AGENTIC_SYSTEM
     return [{"role": "system", "content": system}, {"role": "user", "content": problem.prompt}]
+
+
+def answer_text(problem: Problem, files: dict[str, str]) -> str:
+    """Files written as the single-shot prompt asks for them: one fenced block for a single
+    target, the official JSON shape (``{"code": [{path: text}, ...]}``) for several."""
+    if len(problem.targets) == 1:
+        return "```systemverilog\n" + files[problem.targets[0]].rstrip("\n") + "\n```"
+    return json.dumps({"code": [{path: files[path]} for path in problem.targets]})

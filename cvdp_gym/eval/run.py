@@ -21,6 +21,7 @@ from cvdp_gym.envs.prompts import single_shot_messages
 from cvdp_gym.eval.sources import ChatClient, ChatSettings, RequestFailed, Response
 from cvdp_gym.grading.grader import STAGES, Grader, GradeResult, Stage
 from cvdp_gym.grading.rewards import RewardFn
+from cvdp_gym.jsonl import read_objects
 
 RESULTS = "results.jsonl"
 RESPONSES = "responses.jsonl"
@@ -39,18 +40,11 @@ def sample_key(problem_id: str, sample: int) -> str:
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """JSON objects with ``id`` and ``sample`` from a JSONL file; torn or foreign lines are skipped."""
-    rows: list[dict[str, Any]] = []
-    if not path.exists():
-        return rows
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("sample"), int):
-                rows.append(row)
-    return rows
+    return [
+        row
+        for row in read_objects(path)
+        if isinstance(row.get("id"), str) and isinstance(row.get("sample"), int)
+    ]
 
 
 def _write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:

@@ -11,17 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line from an interrupted write
-    return rows
+from cvdp_gym.jsonl import read_objects
 
 
 class RunLog:
@@ -44,14 +34,14 @@ class RunLog:
             handle.write(json.dumps({"step": step, **metrics}) + "\n")
 
     def metrics(self) -> list[dict[str, Any]]:
-        return _read_jsonl(self.metrics_path)
+        return read_objects(self.metrics_path)
 
     def log_checkpoint(self, step: int, **paths: Any) -> None:
         with open(self.checkpoints_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"step": step, **paths}) + "\n")
 
     def last_checkpoint(self) -> dict[str, Any] | None:
-        rows = _read_jsonl(self.checkpoints_path)
+        rows = read_objects(self.checkpoints_path)
         return rows[-1] if rows else None
 
     def truncate_after(self, step: int) -> None:

@@ -7,7 +7,6 @@ problem's reference solution (``sft_source="reference"``), written the way the p
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
@@ -17,6 +16,7 @@ from rich.console import Console
 from tinker import types
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.envs.prompts import answer_text
 from rtl_trainer.backends.base import ServiceClient, TrainingClient
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.loop.runlog import RunLog
@@ -49,9 +49,7 @@ def reference_answer(problem: Problem, *, minify: bool = False) -> str:
     """The reference solution as the official prompt asks for it (optionally without comments)."""
     assert problem.reference is not None
     files = {p: strip_comments(t) if minify else t for p, t in problem.reference.items()}
-    if len(problem.targets) == 1:
-        return "```systemverilog\n" + files[problem.targets[0]].rstrip("\n") + "\n```"
-    return json.dumps({"code": [{path: files[path]} for path in problem.targets]})
+    return answer_text(problem, files)
 
 
 def supervised_examples(config: TrainConfig, renderer: Any) -> list[tuple[str, list[int], list[float]]]:
