@@ -165,6 +165,22 @@ def plot(
 
 
 @app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Run directory of the whole demo (every stage resumes from it).")] = Path("runs/demo"),
+    rl: Annotated[bool, typer.Option(help="Also run RL (reward only, no teacher) from the same weak student.")] = True,
+) -> None:
+    """The mission in miniature, offline: tiny teacher SFT, weak student, on-policy
+    distillation (and RL beside it), pass rates measured by the real simulator, and a plot."""
+    from dataclasses import replace
+
+    from rtl_trainer.demo import DemoSettings, run_demo
+
+    settings = DemoSettings() if rl else replace(DemoSettings(), rl_steps=0)
+    summary = run_demo(out, settings, console=console)
+    console.print(f"summary: {out / 'summary.json'}; plot: {summary['plot']}")
+
+
+@app.command()
 def models() -> None:
     """List the models the Tinker service offers (needs TINKER_API_KEY)."""
     from rtl_trainer.backends.tinker_backend import TinkerService

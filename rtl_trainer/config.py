@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+PRICE_KEYS = ("train", "prefill", "sample", "teacher_prefill")
+
 
 @dataclass
 class TrainConfig:
@@ -37,8 +39,11 @@ class TrainConfig:
     lr_schedule: str = "constant"  # constant | linear (decays to 10% at the last step)
     lora_rank: int = 32
     full_finetune: bool = False  # train every weight (tiny models built from a config)
-    loss_fn: str = "importance_sampling"  # importance_sampling | ppo
+    loss_fn: str = "auto"  # auto | importance_sampling | ppo (auto: ppo when off-policy)
     ppo_clip: float = 0.2
+    # >0: sample the next steps' rollouts while this step trains, with weights up to this
+    # many steps old (throughput at the cost of staleness; the clipped ppo loss bounds it).
+    max_steps_off_policy: int = 0
     kl_penalty_coef: float = 0.0  # distill: λ of −λ·(log p_student − log p_teacher)
     kl_discount_factor: float = 0.0
     normalize_advantages_std: bool = False
@@ -46,8 +51,12 @@ class TrainConfig:
     max_turns: int = 8  # agentic episodes
     rollout_timeout_s: float = 600.0
     grade_workers: int = 2
+    teacher_workers: int = 4  # teacher scoring requests in flight while grading runs
     grade_cache: bool = True  # reuse verdicts of identical answers (SQLite, by content hash)
     save_every: int = 5
+    # USD per million tokens, for a per-step cost estimate in metrics.jsonl: any of
+    # "train", "prefill", "sample", "teacher_prefill" (the service bills hourly, not per step).
+    prices: dict[str, float] | None = None
     eval_every: int = 0  # 0: no periodic eval
     eval_samples: int = 1
     seed: int = 0
@@ -86,12 +95,40 @@ class TrainConfig:
             raise ValueError("a student model is required (--student)")
         if self.mode == "distill" and not self.teacher:
             raise ValueError("distillation needs a teacher (--teacher)")
-        if self.loss_fn not in ("importance_sampling", "ppo"):
-            raise ValueError(f"loss_fn must be importance_sampling or ppo, not {self.loss_fn!r}")
+        if self.loss_fn not in ("auto", "importance_sampling", "ppo"):
+            raise ValueError(f"loss_fn must be auto, importance_sampling or ppo, not {self.loss_fn!r}")
+        if self.max_steps_off_policy < 0:
+            raise ValueError("max_steps_off_policy must be >= 0")
+        unknown_prices = sorted(set(self.prices or {}) - set(PRICE_KEYS))
+        if unknown_prices:
+            raise ValueError(f"unknown price keys {unknown_prices}; use {list(PRICE_KEYS)}")
         if self.lr_schedule not in ("constant", "linear"):
             raise ValueError(f"lr_schedule must be constant or linear, not {self.lr_schedule!r}")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ValueError("group_size and groups_per_step must be >= 1, steps >= 0")
+
+    @property
+    def loss(self) -> str:
+        """The loss to use: ``loss_fn``, or for ``auto`` the clipped ``ppo`` on stale
+        (off-policy) samples, as Tinker's docs recommend, and ``importance_sampling`` on-policy."""
+        if self.loss_fn != "auto":
+            return self.loss_fn
+        return "ppo" if self.max_steps_off_policy > 0 else "importance_sampling"
+
+    def warnings(self) -> list[str]:
+        """Settings that run but are probably not what was meant."""
+        notes = []
+        if self.max_steps_off_policy > 0 and self.loss_fn == "importance_sampling":
+            notes.append(
+                "importance_sampling on off-policy samples (max_steps_off_policy > 0) has unbounded "
+                "ratios p_new/p_old; the clipped ppo loss (loss_fn auto or ppo) is meant for stale samples"
+            )
+        if self.mode != "sft" and self.temperature != 1.0:
+            notes.append(
+                f"sampling at temperature {self.temperature}: the samples are reweighted to the "
+                "temperature-1 policy by importance ratios, which adds variance"
+            )
+        return notes
 
     def lr_at(self, step: int) -> float:
         """The learning rate of ``step`` under ``lr_schedule``."""

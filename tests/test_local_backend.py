@@ -400,15 +400,25 @@ def test_save_state_resumes_exactly(tokenizer, base_dir, target_seq, tmp_path, f
     with pytest.raises(FileExistsError):
         client.save_state("step2").result()
 
-    resumed = svc.create_training_client_from_state(path)
-    assert resumed.step == client.step == 2 and resumed.is_lora == (not full_finetune)
+    # As the SDK: "_with_optimizer" restores AdamW's moments and step; the plain form
+    # only the weights, with a fresh optimizer.
+    weights_only = svc.create_training_client_from_state(path)
+    resumed = svc.create_training_client_from_state_with_optimizer(path)
+    assert resumed.step == client.step == 2 and weights_only.step == 0
+    assert resumed.is_lora == weights_only.is_lora == (not full_finetune)
     np.testing.assert_array_equal(logprobs(resumed), saved)
+    np.testing.assert_array_equal(logprobs(weights_only), saved)
     train(client)
     train(resumed)  # identical only if AdamW's moments and step count were restored
+    train(weights_only)
     np.testing.assert_allclose(logprobs(resumed), logprobs(client), atol=1e-6)
+    assert np.abs(logprobs(weights_only) - logprobs(client)).max() > 1e-4
 
-    client.load_state(path).result()
+    client.load_state_with_optimizer(path).result()
     assert client.step == 2
+    np.testing.assert_array_equal(logprobs(client), saved)
+    client.load_state(path).result()
+    assert client.step == 0
     np.testing.assert_array_equal(logprobs(client), saved)
     for_sampler = client.save_weights_for_sampler("s2").result().path
     for model_path in (path, for_sampler):

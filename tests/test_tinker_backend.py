@@ -81,11 +81,13 @@ class TrackedFuture:
 
 
 class StandInSamplingClient:
-    def __init__(self, local: Any, rec: Recorder) -> None:
-        self._local, self._rec = local, rec
+    def __init__(self, local: Any, rec: Recorder, name: str | None = None) -> None:
+        self._local, self._rec, self.name = local, rec, name
 
     def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: types.SamplingParams, **kw: Any):
-        self._rec.record("sample", prompt=prompt, num_samples=num_samples, sampling_params=sampling_params, **kw)
+        self._rec.record(
+            "sample", prompt=prompt, num_samples=num_samples, sampling_params=sampling_params, weights=self.name, **kw
+        )
         return self._rec.future("sample", self._local.sample(prompt, num_samples, sampling_params, **kw))
 
     def compute_logprobs(self, prompt: types.ModelInput, **kw: Any):
@@ -124,7 +126,7 @@ class StandInTrainingClient:
         # As SDK 0.38: a future of the sampling client.
         self._rec.record("save_weights_and_get_sampling_client", name=name)
         sampler = self._local.save_weights_and_get_sampling_client(name)
-        return self._rec.future("save_weights_and_get_sampling_client", value=StandInSamplingClient(sampler, self._rec))
+        return self._rec.future("save_weights_and_get_sampling_client", value=StandInSamplingClient(sampler, self._rec, name))
 
     def get_tokenizer(self) -> Any:
         return self._local.get_tokenizer()
@@ -134,14 +136,20 @@ class StandInServiceClient:
     """``tinker.ServiceClient``'s methods over ``LocalServiceClient``; ``create_*`` return
     futures of clients, as SDK 0.38 does."""
 
-    def __init__(self, local: LocalServiceClient, models: list[str], rec: Recorder) -> None:
+    def __init__(
+        self, local: LocalServiceClient, models: list[str], rec: Recorder, flags: dict[str, tuple[bool, bool]] | None = None
+    ) -> None:
         self._local, self._models, self.rec = local, models, rec
+        self._flags = flags or {}  # model -> (trainable, sampleable); default both
 
     def get_server_capabilities(self):
         self.rec.record("get_server_capabilities")
         response = types.GetServerCapabilitiesResponse(
             supported_models=[
-                types.SupportedModel(model_name=m, max_context_length=4096, trainable=True, sampleable=True)
+                types.SupportedModel(
+                    model_name=m, max_context_length=4096,
+                    trainable=self._flags.get(m, (True, True))[0], sampleable=self._flags.get(m, (True, True))[1],
+                )
                 for m in self._models
             ]
         )
@@ -283,6 +291,20 @@ def test_unknown_model_is_refused_before_any_training_client(patched, tmp_path):
     assert {name for name, _ in rec.calls} == {"get_server_capabilities"}
 
 
+def test_untrainable_student_or_unsampleable_teacher_is_refused_before_any_cost(patched, tmp_path):
+    rec = Recorder()
+    offered = ["Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "Sample/Only"]
+    flags = {"Sample/Only": (False, True), "Qwen/Qwen3-32B": (True, False)}
+    patched(StandInServiceClient(None, offered, rec, flags))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Sample/Only cannot be trained.*trainable: Qwen/Qwen3-8B, Qwen/Qwen3-32B"):
+        make_service(base_config(tmp_path, mode="rl", student="Sample/Only"))
+    with pytest.raises(ValueError, match="Qwen/Qwen3-32B has no sampling capacity"):
+        make_service(base_config(tmp_path, mode="distill", student="Qwen/Qwen3-8B", teacher="Qwen/Qwen3-32B"))
+    # A sample-only model is a fine teacher.
+    assert isinstance(make_service(base_config(tmp_path, mode="distill", student="Qwen/Qwen3-8B", teacher="Sample/Only")), TinkerService)
+    assert {name for name, _ in rec.calls} == {"get_server_capabilities"}
+
+
 def test_models_command_lists_the_offered_models(patched):
     from rtl_trainer.cli import app
 
@@ -332,7 +354,52 @@ def test_distillation_step_through_the_sdk_contract(tiny, tmp_path, patched):
     assert "teacher_kl" in row and row["teacher_aligned_fraction"] == pytest.approx(1.0)
     assert [a["base_model"] for a in rec.named("create_sampling_client")] == [str(tiny)]
     assert rec.named("compute_logprobs"), "the teacher was never asked for log-probabilities"
+    # Sampling at temperature 1: every compute_logprobs request is the teacher's.
+    assert row["tokens/teacher"] == sum(a["prompt"].length for a in rec.named("compute_logprobs"))
     check_contract(rec, run)
+
+
+@pytest.mark.sandbox
+def test_off_policy_pipeline_samples_ahead_with_stale_weights_and_the_clipped_loss(tiny, tmp_path, patched):
+    run = tmp_path / "offpolicy"
+    rec = Recorder()
+    patched(standin(tiny, run, rec))
+    prices = {"train": 2.0, "prefill": 0.5, "sample": 1.0}
+    config = base_config(run, mode="rl", student=str(tiny), steps=3, max_steps_off_policy=1, prices=prices, save_every=0)
+    assert config.loss == "ppo" and not config.warnings()
+    Trainer(config, make_service(config)).run()
+    check_contract(rec, run)
+    # Step 1's rollouts were drawn with step 0's weights while step 0 trained; step 2's with
+    # the weights after step 0: never more than one step stale.
+    weights = [a["weights"] for a in rec.named("sample")]
+    groups = config.groups_per_step
+    assert weights == ["step00000"] * (2 * groups) + ["step00001"] * groups
+    rows = RunLog(run).metrics()
+    assert [r["off_policy/staleness"] for r in rows] == [0, 1, 1]
+    assert {a["loss_fn"] for a in rec.named("forward_backward")} == {"ppo"}
+    assert all(a["loss_fn_config"] == {"clip_low_threshold": 0.2, "clip_high_threshold": 0.2} for a in rec.named("forward_backward"))
+    # Accounting: the tokens of the requests actually made, running totals, estimated cost.
+    sampled = sum(
+        len(seq.tokens) for f in rec.futures if f.method == "sample" for seq in f.result().sequences
+    )
+    prompts = sum(a["prompt"].length * a["num_samples"] for a in rec.named("sample"))
+    trained = sum(d.model_input.length for a in rec.named("forward_backward") for d in a["data"])
+    last = rows[-1]
+    assert last["total/tokens/sampled"] == sum(r["tokens/sampled"] for r in rows) == sampled
+    assert last["total/tokens/prompt"] == prompts and last["total/tokens/trained"] == trained
+    for row in rows:
+        expected = (row["tokens/trained"] * 2.0 + row["tokens/prompt"] * 0.5 + row["tokens/sampled"] * 1.0) / 1e6
+        assert row["cost/step_usd"] == pytest.approx(expected)
+    assert last["cost/total_usd"] == pytest.approx(sum(r["cost/step_usd"] for r in rows))
+
+
+def test_importance_sampling_off_policy_is_warned_about(tmp_path):
+    config = base_config(tmp_path, mode="rl", student="x", max_steps_off_policy=2, loss_fn="importance_sampling")
+    assert config.loss == "importance_sampling"
+    assert any("off-policy" in w and "ppo" in w for w in config.warnings())
+    assert base_config(tmp_path, mode="rl", student="x").loss == "importance_sampling"
+    with pytest.raises(ValueError, match="unknown price keys"):
+        base_config(tmp_path, mode="rl", student="x", prices={"gpu": 1.0}).validate()
 
 
 @pytest.mark.sandbox

@@ -41,6 +41,9 @@ def make_service(config: TrainConfig) -> Any:
 
         service = TinkerService()
         # Before any training client exists (nothing is billed for a wrong name).
-        service.check_models([n for n in (config.student, config.teacher) if n and not is_saved_state(n)])
+        def named(model: str | None) -> list[str]:
+            return [model] if model and not is_saved_state(model) else []
+
+        service.check_models(trainable=named(config.student), sampleable=named(config.teacher))
         return service
     raise ValueError(f"unknown backend {config.backend!r}; expected 'local' or 'tinker'")

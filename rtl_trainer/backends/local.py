@@ -824,16 +824,19 @@ class LocalTrainingClient(_LocalClient):
     def load_state(
         self, path: str, weights_access_token: str | None = None
     ) -> LocalFuture[types.LoadWeightsResponse]:
-        """Restore weights, AdamW state and step counter from a ``save_state`` path."""
-        return self._worker.submit(self._load, Path(path))
+        """Restore the weights of a ``save_state`` path; the optimizer starts afresh (as
+        the SDK's ``load_state``)."""
+        return self._worker.submit(self._load, Path(path), optimizer=False)
 
     def load_state_with_optimizer(
         self, path: str, weights_access_token: str | None = None
     ) -> LocalFuture[types.LoadWeightsResponse]:
-        """Same as ``load_state`` (which here always restores the optimizer too)."""
-        return self.load_state(path, weights_access_token)
+        """Restore weights, AdamW state and step counter from a ``save_state`` path."""
+        return self._worker.submit(self._load, Path(path), optimizer=True)
 
-    def _load(self, path: Path, weights: bool = True) -> types.LoadWeightsResponse:
+    def _load(
+        self, path: Path, weights: bool = True, optimizer: bool = True
+    ) -> types.LoadWeightsResponse:
         state = _read_state(path)
         saved_lora = state["lora"]
         if (saved_lora is None) != (self._lora is None):
@@ -854,7 +857,7 @@ class LocalTrainingClient(_LocalClient):
             fresh, _ = _load_causal_lm(str(path / "model"), self._runtime)
             self._model.load_state_dict(fresh.state_dict())
         optimizer_file = path / OPTIMIZER_FILE
-        if optimizer_file.is_file():
+        if optimizer and optimizer_file.is_file():
             self._optimizer = self._new_optimizer()
             self._optimizer.load_state_dict(
                 torch.load(optimizer_file, map_location=self._runtime.device, weights_only=True)
@@ -863,7 +866,7 @@ class LocalTrainingClient(_LocalClient):
             self._optimizer = None
         for p in self._trainable:
             p.grad = None
-        self._step = int(state["step"])
+        self._step = int(state["step"]) if optimizer else 0
         return types.LoadWeightsResponse(path=str(path), model_id=self._base_model)
 
     # -- sampling --------------------------------------------------------------------
@@ -1044,8 +1047,28 @@ class LocalServiceClient:
         weights_access_token: str | None = None,
         optimizer: Any = None,
     ) -> LocalTrainingClient:
+        """A training client with the weights of a ``save_state`` path and a fresh
+        optimizer, as the SDK's (the checkpoint decides LoRA vs full fine-tune)."""
+        return self._from_state(path, base_model, user_metadata, with_optimizer=False)
+
+    def create_training_client_from_state_with_optimizer(
+        self,
+        path: str,
+        base_model: str | None = None,
+        user_metadata: dict[str, str] | None = None,
+        weights_access_token: str | None = None,
+    ) -> LocalTrainingClient:
         """A training client resumed from a ``save_state`` path: weights, AdamW state and
-        step counter (the checkpoint decides LoRA vs full fine-tune)."""
+        step counter."""
+        return self._from_state(path, base_model, user_metadata, with_optimizer=True)
+
+    def _from_state(
+        self,
+        path: str,
+        base_model: str | None,
+        user_metadata: dict[str, str] | None,
+        with_optimizer: bool,
+    ) -> LocalTrainingClient:
         state = _read_state(path)
         saved = state["lora"]
         if saved is None:
@@ -1060,18 +1083,8 @@ class LocalServiceClient:
             )
             client = self._build(base_model or state["base_model"], spec, None, user_metadata)
         # A full fine-tune was just built from the checkpoint's own weights.
-        client._load(Path(path), weights=saved is not None)
+        client._load(Path(path), weights=saved is not None, optimizer=with_optimizer)
         return client
-
-    def create_training_client_from_state_with_optimizer(
-        self,
-        path: str,
-        base_model: str | None = None,
-        user_metadata: dict[str, str] | None = None,
-        weights_access_token: str | None = None,
-    ) -> LocalTrainingClient:
-        """Same as ``create_training_client_from_state`` (which restores the optimizer)."""
-        return self.create_training_client_from_state(path, base_model, user_metadata)
 
     def create_sampling_client(
         self,

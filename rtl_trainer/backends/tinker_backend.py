@@ -75,18 +75,25 @@ class TinkerService:
     def available_models(self) -> list[types.SupportedModel]:
         return list(self.capabilities().supported_models)
 
-    def check_models(self, names: Iterable[str | None]) -> None:
-        """Raise ``ValueError`` naming the offered models unless each name is offered."""
-        wanted = [n for n in names if n]
-        if not wanted:
+    def check_models(self, trainable: Iterable[str | None] = (), sampleable: Iterable[str | None] = ()) -> None:
+        """Raise ``ValueError`` unless every ``trainable`` name is offered for training and
+        every ``sampleable`` name for sampling (a flag the service leaves unset passes)."""
+        wanted_train = [n for n in trainable if n]
+        wanted_sample = [n for n in sampleable if n]
+        if not wanted_train and not wanted_sample:
             return
-        offered = [m.model_name for m in self.available_models() if m.model_name]
-        missing = [n for n in wanted if n not in offered]
+        offered = {m.model_name: m for m in self.available_models() if m.model_name}
+        missing = [n for n in dict.fromkeys(wanted_train + wanted_sample) if n not in offered]
         if missing:
             raise ValueError(
                 f"model(s) not offered by the Tinker service: {', '.join(missing)}; "
                 f"offered: {', '.join(offered) or '(none)'}"
             )
+        problems = [f"{n} cannot be trained" for n in wanted_train if offered[n].trainable is False]
+        problems += [f"{n} has no sampling capacity" for n in wanted_sample if offered[n].sampleable is False]
+        if problems:
+            able = [n for n, m in offered.items() if m.trainable is not False]
+            raise ValueError(f"{'; '.join(problems)} on the Tinker service (trainable: {', '.join(able) or '(none)'})")
 
     # -- what the loop calls -----------------------------------------------------------
     def create_lora_training_client(self, base_model: str, rank: int = 32, **kwargs: Any) -> TinkerTrainingClient:

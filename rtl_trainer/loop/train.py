@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -38,6 +41,7 @@ from rtl_trainer.rollouts.rollouts import (
     EnvPool,
     Group,
     Rollout,
+    RolloutTiming,
     Turn,
     collect_multi_turn,
     collect_single_turn,
@@ -84,6 +88,35 @@ def sampling_params(config: TrainConfig, renderer: Any, seed: int | None = None)
     )
 
 
+#: Token counts logged per step (and as running totals), by the price key that bills them.
+TOKEN_METRICS = {
+    "sample": "tokens/sampled",
+    "prefill": "tokens/prompt",
+    "train": "tokens/trained",
+    "teacher_prefill": "tokens/teacher",
+}
+
+
+@dataclass
+class TeacherScore:
+    """The teacher's view of one sampled turn, and the tokens it processed to get it."""
+
+    aligned: AlignedLogprobs
+    tokens: int
+
+
+@dataclass
+class Batch:
+    """One step's graded rollouts, with the sampler (weights ``version``) that drew them."""
+
+    step: int
+    version: int
+    sampler: SamplingClient
+    groups: list[Group]
+    timing: RolloutTiming
+    teacher_scores: dict[int, Future[TeacherScore]]
+
+
 class Trainer:
     """Runs RL or on-policy distillation for ``config.steps`` steps in ``config.run_dir``."""
 
@@ -103,6 +136,7 @@ class Trainer:
         self.make_env = make_env or make_env_factory(config)
         self.agentic = "Agentic" in config.env
         self._aligner: TeacherAligner | None = None
+        self._totals: dict[str, float] = {}
         self._student_tokenizer: Any = None
 
     # -- setup -------------------------------------------------------------------------
@@ -132,71 +166,113 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def run(self, *, resume: bool = False) -> RunLog:
+        """Train from step 0 (or after the last checkpoint with ``resume``) to ``steps``.
+
+        With ``max_steps_off_policy`` = k > 0 the rollouts of the next k steps are sampled
+        and graded on a producer thread while this step scores and trains, each with the
+        newest weights at the time it starts; a batch is at most k steps stale.
+        """
         cfg = self.config
+        for note in cfg.warnings():
+            self.console.print(f"[yellow]warning:[/] {note}")
         training, start = self._training_client(resume)
         self._student_tokenizer = training.get_tokenizer()
         renderer = get_renderer(cfg.renderer or cfg.student, self._student_tokenizer)
         teacher, teacher_renderer = self._teacher()
+        if teacher is not None:
+            self._aligner = TeacherAligner(self._student_tokenizer, teacher.get_tokenizer())
         probe = self.make_env()
         ids = problem_ids(probe, cfg)
         pool = None if self.agentic else EnvPool(self.make_env, cfg.grade_workers)
         probe.close()
+        self._totals = self._previous_totals(start)
         sampler = training.save_weights_and_get_sampling_client(f"step{start:05d}")
+        producer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rollouts")
+        scorer = ThreadPoolExecutor(max_workers=max(1, cfg.teacher_workers), thread_name_prefix="teacher")
+        pending: deque[Future[Batch]] = deque()
+        submitted = start
         try:
             for step in range(start, cfg.steps):
-                sampler = self._step(step, ids, training, sampler, renderer, teacher, teacher_renderer, pool)
+                while submitted < cfg.steps and submitted <= step + cfg.max_steps_off_policy:
+                    pending.append(producer.submit(
+                        self._collect, submitted, step, ids, sampler, renderer, teacher, teacher_renderer, pool, scorer,
+                    ))
+                    submitted += 1
+                blocked_from = time.monotonic()
+                batch = pending.popleft().result()
+                sampler = self._train_step(step, batch, blocked_from, training, teacher, teacher_renderer)
         finally:
+            for future in pending:
+                future.cancel()
+            producer.shutdown(wait=True, cancel_futures=True)
+            scorer.shutdown(wait=True, cancel_futures=True)
             if pool is not None:
                 pool.close()
         return self.log
 
-    def _step(self, step, ids, training, sampler, renderer, teacher, teacher_renderer, pool):
+    def _collect(self, step, version, ids, sampler, renderer, teacher, teacher_renderer, pool, scorer) -> Batch:
+        """Sample and grade step ``step``'s groups with the weights of ``version``; teacher
+        scoring of each sample starts as soon as it arrives, while grading runs."""
         cfg = self.config
-        step_start = time.monotonic()
         chosen = random.Random(cfg.seed * 100_003 + step).sample(ids, k=min(cfg.groups_per_step, len(ids)))
         params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + step)
+        scores: dict[int, Future[TeacherScore]] = {}
+        on_turn = None
+        if teacher is not None:
+            def on_turn(turn: Turn) -> None:
+                scores[id(turn)] = scorer.submit(self._teacher_logprobs, turn, teacher, teacher_renderer)
         if self.agentic:
             groups, timing = collect_multi_turn(
                 chosen, make_env=self.make_env, sampler=sampler, renderer=renderer,
                 group_size=cfg.group_size, sampling_params=params, workers=cfg.grade_workers,
-                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s,
+                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
             )
         else:
             groups, timing = collect_single_turn(
                 chosen, sampler=sampler, renderer=renderer, pool=pool, group_size=cfg.group_size,
                 sampling_params=params, grade_workers=cfg.grade_workers,
-                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s,
+                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
             )
-        t_teacher = time.monotonic()
-        datums, stats = self.training_data(groups, sampler, teacher, teacher_renderer)
-        teacher_s = time.monotonic() - t_teacher
+        return Batch(step, version, sampler, groups, timing, scores)
+
+    def _train_step(self, step: int, batch: Batch, blocked_from: float, training, teacher, teacher_renderer) -> SamplingClient:
+        cfg = self.config
+        t_score = time.monotonic()
+        datums, stats = self.training_data(batch.groups, batch.sampler, teacher, teacher_renderer, scores=batch.teacher_scores)
+        teacher_s = time.monotonic() - t_score
+        teacher_tokens = stats.pop("_teacher_tokens", 0.0)
         t_train = time.monotonic()
         train_metrics: dict[str, float] = {}
+        loss = cfg.loss
         if datums:
-            loss_config = {"clip_low_threshold": cfg.ppo_clip, "clip_high_threshold": cfg.ppo_clip} if cfg.loss_fn == "ppo" else None
-            fb_future = training.forward_backward(datums, cfg.loss_fn, loss_config)
+            loss_config = {"clip_low_threshold": cfg.ppo_clip, "clip_high_threshold": cfg.ppo_clip} if loss == "ppo" else None
+            fb_future = training.forward_backward(datums, loss, loss_config)
             opt_future = training.optim_step(types.AdamParams(learning_rate=cfg.lr_at(step)))
             fb = fb_future.result()
             opt_future.result()
             train_metrics = {f"train/{k}": v for k, v in fb.metrics.items()}
         sampler = training.save_weights_and_get_sampling_client(f"step{step + 1:05d}")
         train_s = time.monotonic() - t_train
-        step_s = time.monotonic() - step_start
+        step_s = time.monotonic() - blocked_from
+        timing = batch.timing
+        grade_wait = timing.grade_wait_after(blocked_from)
         metrics = {
-            **rollout_metrics(groups),
+            **rollout_metrics(batch.groups),
             **stats,
             **train_metrics,
+            **self._accounting(batch, datums, teacher_tokens),
             "datums": len(datums),
+            "off_policy/staleness": step - batch.version,
             "time/sample": timing.sample_s,
             "time/grade": timing.grade_s,
-            "time/grade_wait": timing.wait_s,
+            "time/grade_wait": grade_wait,
             "time/teacher": teacher_s,
             "time/train": train_s,
             "time/step": step_s,
-            "time/grade_wait_share": timing.wait_s / step_s if step_s else 0.0,
+            "time/grade_wait_share": grade_wait / step_s if step_s else 0.0,
         }
         self.log.log_metrics(step, metrics)
-        self.log.log_rollouts(step, [r.summary() for g in groups for r in g.rollouts])
+        self.log.log_rollouts(step, [r.summary() for g in batch.groups for r in g.rollouts])
         last = step == cfg.steps - 1
         if (cfg.save_every and (step + 1) % cfg.save_every == 0) or last:
             state = training.save_state(f"step{step:05d}").result()
@@ -204,9 +280,42 @@ class Trainer:
         self.console.print(
             f"step {step}: reward {metrics['env/all/reward/total']:.3f}, pass {metrics['env/all/pass_rate']:.2f}, "
             + (f"teacher_kl {metrics['teacher_kl']:.3f}, " if "teacher_kl" in metrics else "")
-            + f"{step_s:.1f} s (sample {timing.sample_s:.1f}, grade wait {timing.wait_s:.1f}, train {train_s:.1f})"
+            + f"{step_s:.1f} s (sample {timing.sample_s:.1f}, grade wait {grade_wait:.1f}, "
+            + f"teacher {teacher_s:.1f}, train {train_s:.1f})"
         )
         return sampler
+
+    # -- accounting --------------------------------------------------------------------
+    def _previous_totals(self, start: int) -> dict[str, float]:
+        """Running totals up to ``start`` (from metrics.jsonl when resuming)."""
+        rows = [r for r in self.log.metrics() if r.get("step", -1) < start]
+        last = rows[-1] if rows else {}
+        return {k: float(v) for k, v in last.items() if k.startswith(("total/", "cost/total"))}
+
+    def _accounting(self, batch: Batch, datums: list[types.Datum], teacher_tokens: float) -> dict[str, float]:
+        """Tokens this step sent through each billed path, running totals, and (with
+        ``prices``) an estimated cost."""
+        turns = [t for g in batch.groups for r in g.rollouts for t in r.turns]
+        # price key -> tokens this step
+        step_tokens = {
+            "sample": float(sum(len(t.completion_tokens) for t in turns)),
+            "prefill": float(sum(len(t.prompt_tokens) for t in turns)),
+            "train": float(sum(d.model_input.length for d in datums)),
+            "teacher_prefill": teacher_tokens,
+        }
+        out: dict[str, float] = {}
+        for key, value in step_tokens.items():
+            name = TOKEN_METRICS[key]
+            out[name] = value
+            self._totals[f"total/{name}"] = self._totals.get(f"total/{name}", 0.0) + value
+        out.update({k: v for k, v in self._totals.items() if k.startswith("total/")})
+        prices = self.config.prices
+        if prices:
+            cost = sum(step_tokens[k] * prices.get(k, 0.0) / 1e6 for k in step_tokens)
+            self._totals["cost/total_usd"] = self._totals.get("cost/total_usd", 0.0) + cost
+            out["cost/step_usd"] = cost
+            out["cost/total_usd"] = self._totals["cost/total_usd"]
+        return out
 
     # -- objective ---------------------------------------------------------------------
     def training_data(
@@ -215,15 +324,20 @@ class Trainer:
         sampler: SamplingClient,
         teacher: SamplingClient | None,
         teacher_renderer: Any,
+        *,
+        scores: dict[int, Future[TeacherScore]] | None = None,
     ) -> tuple[list[types.Datum], dict[str, float]]:
         """Datums for the loss, and teacher-KL statistics of the samples.
 
+        ``sampler`` is the one that drew the samples (its log-probs are the behaviour
+        policy's); ``scores`` holds teacher scoring already started per turn (by id).
         A multi-turn episode becomes one datum when each prompt extends the previous prompt
         and action, and one datum per turn otherwise (``pack_turns``).
         """
         cfg = self.config
+        scores = scores or {}
         datums: list[types.Datum] = []
-        kl_sum = kl_tokens = aligned_sum = 0.0
+        kl_sum = kl_tokens = aligned_sum = teacher_tokens = 0.0
         aligned_n = dropped = 0
         for group in groups:
             rollouts = [r for r in group.rollouts if not r.excluded and r.turns]
@@ -240,12 +354,15 @@ class Trainer:
                     n = len(turn.completion_tokens)
                     if n == 0:
                         continue
-                    behaviour = self._behaviour_logprobs(turn, sampler)
+                    behaviour, policy = self._sampler_logprobs(turn, sampler)
                     token_adv = [advantage] * n
                     if teacher is not None:
-                        aligned = self._teacher_logprobs(turn, teacher, teacher_renderer)
+                        started = scores.get(id(turn))
+                        score = started.result() if started is not None else self._teacher_logprobs(turn, teacher, teacher_renderer)
+                        aligned = score.aligned
+                        teacher_tokens += score.tokens
                         adjust, kl = kl_penalty(
-                            behaviour, aligned.values, [True] * n,
+                            policy, aligned.values, [True] * n,
                             coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor,
                         )
                         token_adv = [a + b for a, b in zip(token_adv, adjust, strict=True)]
@@ -255,34 +372,47 @@ class Trainer:
                         aligned_n += 1
                     turns.append(LossTurn(turn.prompt_tokens, turn.completion_tokens, behaviour, token_adv))
                 for datum in pack_turns(turns):
-                    check_datum(datum, cfg.loss_fn)
+                    check_datum(datum, cfg.loss)
                     datums.append(datum)
-        stats: dict[str, float] = {"groups_dropped": dropped}
+        stats: dict[str, float] = {"groups_dropped": dropped, "_teacher_tokens": teacher_tokens}
         if kl_tokens:
             stats["teacher_kl"] = kl_sum / kl_tokens
         if aligned_n:
             stats["teacher_aligned_fraction"] = aligned_sum / aligned_n
         return datums, stats
 
-    def _behaviour_logprobs(self, turn: Turn, sampler: SamplingClient) -> list[float]:
-        """The sampler's log-probs at temperature 1 (recomputed when sampling used another)."""
-        if self.config.temperature == 1.0 and len(turn.completion_logprobs) == len(turn.completion_tokens):
-            return turn.completion_logprobs
+    def _sampler_logprobs(self, turn: Turn, sampler: SamplingClient) -> tuple[list[float], list[float]]:
+        """``(behaviour, policy)`` log-probs of the sampled tokens.
+
+        ``behaviour``: what the sampler reported, the distribution the tokens were really
+        drawn from (at the sampling temperature); the importance ratio divides by it, so
+        samples drawn below temperature 1 are reweighted to the temperature-1 policy instead
+        of being treated as its own. ``policy``: the same weights at temperature 1, which the
+        KL term compares with the teacher (recomputed when the temperature was not 1).
+        """
+        n = len(turn.completion_tokens)
+        reported = turn.completion_logprobs if len(turn.completion_logprobs) == n else None
+        if reported is not None and self.config.temperature == 1.0:
+            return reported, reported
         full = types.ModelInput.from_ints(turn.prompt_tokens + turn.completion_tokens)
         values = sampler.compute_logprobs(full).result()
-        return [v if v is not None else 0.0 for v in values[-len(turn.completion_tokens):]]
+        policy = [v if v is not None else 0.0 for v in values[-n:]]
+        return (reported if reported is not None else policy), policy
 
-    def _teacher_logprobs(self, turn: Turn, teacher: SamplingClient, teacher_renderer: Any) -> AlignedLogprobs:
+    def _teacher_logprobs(self, turn: Turn, teacher: SamplingClient, teacher_renderer: Any) -> TeacherScore:
         """Teacher log-probs of the student's sampled tokens, scored with the teacher's own
         template; mapped by character spans when the tokenizers differ."""
         prompt = teacher_renderer.build_generation_prompt(turn.messages, tools=turn.tools)
         if self.config.max_prompt_tokens and len(prompt) > self.config.max_prompt_tokens:
             prompt = prompt[-self.config.max_prompt_tokens:]
-        if self._aligner is None:
-            self._aligner = TeacherAligner(self._student_tokenizer, teacher.get_tokenizer())
-        return self._aligner.align(
-            turn.completion_tokens, lambda tokens: teacher_completion_logprobs(teacher, prompt, tokens)
-        )
+        assert self._aligner is not None
+        scored = [0]
+
+        def score(tokens: list[int]) -> list[float | None]:
+            scored[0] = len(prompt) + len(tokens)
+            return teacher_completion_logprobs(teacher, prompt, tokens)
+
+        return TeacherScore(self._aligner.align(turn.completion_tokens, score), scored[0])
 
 
 def rollout_metrics(groups: list[Group]) -> dict[str, float]:
@@ -294,7 +424,6 @@ def rollout_metrics(groups: list[Group]) -> dict[str, float]:
     def stage_rate(name: str) -> float:
         return sum(bool(r.info.get("stages", {}).get(name, {}).get("passed")) for r in scored) / n
 
-    tokens = sum(r.num_tokens for r in rollouts)
     logprobs = [lp for r in rollouts for t in r.turns for lp in t.completion_logprobs]
     return {
         "env/all/reward/total": sum(r.reward for r in scored) / n,
@@ -305,8 +434,6 @@ def rollout_metrics(groups: list[Group]) -> dict[str, float]:
         "env/all/excluded": sum(r.excluded for r in rollouts),
         "env/all/errors": len(rollouts) - len(scored),
         "rollouts": len(rollouts),
-        "tokens/sampled": tokens,
-        "tokens/prompt": sum(len(t.prompt_tokens) for r in rollouts for t in r.turns),
         "entropy": -sum(logprobs) / len(logprobs) if logprobs else 0.0,
     }
 

@@ -116,6 +116,18 @@ class RolloutTiming:
     grade_s: float = 0.0  # total grading work (summed over threads)
     wait_s: float = 0.0  # time after the last sample spent waiting for grading to finish
     total_s: float = 0.0
+    sampled_at: float = 0.0  # time.monotonic() when the last sample arrived
+    graded_at: float = 0.0  # time.monotonic() when the last verdict arrived
+
+    def grade_wait_after(self, blocked_from: float) -> float:
+        """Time a consumer that blocked from ``blocked_from`` spent waiting on grading
+        alone (after every sample had arrived)."""
+        return max(0.0, self.graded_at - max(self.sampled_at, blocked_from))
+
+
+#: Called with each sampled turn as soon as it exists (e.g. to start teacher scoring
+#: while grading runs).
+OnTurn = Callable[[Turn], None]
 
 
 def _truncate(tokens: list[int], limit: int | None) -> list[int]:
@@ -133,6 +145,7 @@ def collect_single_turn(
     grade_workers: int = 2,
     max_prompt_tokens: int | None = None,
     timeout_s: float = 600.0,
+    on_turn: OnTurn | None = None,
 ) -> tuple[list[Group], RolloutTiming]:
     """Sample ``group_size`` answers per problem and grade them, overlapping the two."""
     start = time.monotonic()
@@ -172,13 +185,17 @@ def collect_single_turn(
                 rollout = Rollout(pid, [turn])
                 group.rollouts.append(rollout)
                 grading.append((rollout, executor.submit(timed_score, pid, text)))
-        timing.sample_s = time.monotonic() - start
+                if on_turn is not None:
+                    on_turn(turn)
+        timing.sampled_at = time.monotonic()
+        timing.sample_s = timing.sampled_at - start
         for rollout, future in grading:
             try:
                 rollout.reward, rollout.info = future.result(timeout=timeout_s)
             except (TimeoutError, Exception) as exc:
                 rollout.error = f"grading failed: {type(exc).__name__}: {exc}"
-    timing.total_s = time.monotonic() - start
+    timing.graded_at = time.monotonic()
+    timing.total_s = timing.graded_at - start
     timing.wait_s = max(0.0, timing.total_s - timing.sample_s)
     return groups, timing
 
@@ -192,6 +209,7 @@ def run_episode(
     sampling_params: types.SamplingParams,
     max_prompt_tokens: int | None = None,
     timeout_s: float = 600.0,
+    on_turn: OnTurn | None = None,
 ) -> Rollout:
     """One multi-turn (agentic) episode: sample, act, observe, until the env ends it."""
     _, info = env.reset(options={"problem_id": problem_id})
@@ -209,7 +227,10 @@ def run_episode(
         sequence = response.sequences[0]
         tokens = list(sequence.tokens)
         text, _ = renderer.parse_response(tokens)
-        rollout.turns.append(Turn(prompt, tokens, list(sequence.logprobs or []), text, list(messages), tools))
+        turn = Turn(prompt, tokens, list(sequence.logprobs or []), text, list(messages), tools)
+        rollout.turns.append(turn)
+        if on_turn is not None:
+            on_turn(turn)
         _, reward, terminated, truncated, info = env.step(text)
         messages.append({"role": "assistant", "content": text})
         messages.extend(info.get("tool_messages", []))
@@ -229,6 +250,7 @@ def collect_multi_turn(
     workers: int = 2,
     max_prompt_tokens: int | None = None,
     timeout_s: float = 600.0,
+    on_turn: OnTurn | None = None,
 ) -> tuple[list[Group], RolloutTiming]:
     """Agentic episodes, ``group_size`` per problem, run on ``workers`` threads."""
     start = time.monotonic()
@@ -238,7 +260,7 @@ def collect_multi_turn(
         try:
             return run_episode(
                 pid, env, sampler=sampler, renderer=renderer, sampling_params=sampling_params,
-                max_prompt_tokens=max_prompt_tokens, timeout_s=timeout_s,
+                max_prompt_tokens=max_prompt_tokens, timeout_s=timeout_s, on_turn=on_turn,
             )
         except Exception as exc:  # one broken episode must not end the run
             return Rollout(pid, [], error=f"episode failed: {type(exc).__name__}: {exc}")
@@ -248,5 +270,6 @@ def collect_multi_turn(
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
         futures = {pid: [executor.submit(episode, pid) for _ in range(group_size)] for pid in problem_ids}
         groups = [Group(pid, [f.result() for f in fs]) for pid, fs in futures.items()]
-    total = time.monotonic() - start
-    return groups, RolloutTiming(sample_s=total, grade_s=0.0, wait_s=0.0, total_s=total)
+    end = time.monotonic()
+    total = end - start
+    return groups, RolloutTiming(sample_s=total, total_s=total, sampled_at=end, graded_at=end)
