@@ -34,7 +34,9 @@ MaxTokensOpt = Annotated[int | None, typer.Option(help="Most tokens sampled per 
 TempOpt = Annotated[float | None, typer.Option(help="Sampling temperature (1.0 keeps the behaviour log-probs exact).")]
 KlOpt = Annotated[float | None, typer.Option(help="λ of the reverse-KL penalty −λ·(log p_student − log p_teacher) per token.")]
 KlDiscountOpt = Annotated[float | None, typer.Option(help="Discount for summing future KL terms (0: per-token only).")]
-LossOpt = Annotated[str | None, typer.Option(help="importance_sampling (default) or ppo.")]
+LossOpt = Annotated[str | None, typer.Option(help="auto (default: importance_sampling on-policy, ppo off-policy), importance_sampling or ppo.")]
+OffPolicyOpt = Annotated[int | None, typer.Option(help="Sample the next N steps' rollouts while this step trains (0: strictly on-policy).")]
+WarmupOpt = Annotated[int | None, typer.Option(help="Steps of linear learning-rate warm-up.")]
 RunDirOpt = Annotated[str | None, typer.Option(help="Run directory (config.json, metrics.jsonl, checkpoints.jsonl, rollouts/).")]
 ResumeOpt = Annotated[bool, typer.Option(help="Continue from the run directory's last checkpoint.")]
 SeedOpt = Annotated[int | None, typer.Option(help="Seed for problem order and sampling.")]
@@ -76,12 +78,14 @@ def rl(
     config: ConfigOpt = None, backend: BackendOpt = None, student: StudentOpt = None, env: EnvOpt = None,
     dataset: DatasetOpt = None, steps: StepsOpt = None, group_size: GroupSizeOpt = None, groups_per_step: GroupsOpt = None,
     lr: LrOpt = None, lora_rank: RankOpt = None, max_tokens: MaxTokensOpt = None, temperature: TempOpt = None,
-    loss_fn: LossOpt = None, run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
+    loss_fn: LossOpt = None, max_steps_off_policy: OffPolicyOpt = None, lr_warmup_steps: WarmupOpt = None,
+    run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
 ) -> None:
     """Reinforcement learning on the environment's reward (no teacher)."""
     _train("rl", config, resume, backend=backend, student=student, env=env, dataset=dataset, steps=steps,
            group_size=group_size, groups_per_step=groups_per_step, learning_rate=lr, lora_rank=lora_rank,
-           max_tokens=max_tokens, temperature=temperature, loss_fn=loss_fn, run_dir=run_dir, seed=seed)
+           max_tokens=max_tokens, temperature=temperature, loss_fn=loss_fn, max_steps_off_policy=max_steps_off_policy,
+           lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed)
 
 
 @app.command()
@@ -90,13 +94,15 @@ def distill(
     env: EnvOpt = None, dataset: DatasetOpt = None, steps: StepsOpt = None, group_size: GroupSizeOpt = None,
     groups_per_step: GroupsOpt = None, lr: LrOpt = None, lora_rank: RankOpt = None, max_tokens: MaxTokensOpt = None,
     temperature: TempOpt = None, kl_penalty_coef: KlOpt = None, kl_discount_factor: KlDiscountOpt = None,
-    loss_fn: LossOpt = None, run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
+    loss_fn: LossOpt = None, max_steps_off_policy: OffPolicyOpt = None, lr_warmup_steps: WarmupOpt = None,
+    run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
 ) -> None:
     """On-policy distillation: the environment's reward plus the teacher's per-token reverse KL."""
     _train("distill", config, resume, backend=backend, student=student, teacher=teacher, env=env, dataset=dataset,
            steps=steps, group_size=group_size, groups_per_step=groups_per_step, learning_rate=lr, lora_rank=lora_rank,
            max_tokens=max_tokens, temperature=temperature, kl_penalty_coef=kl_penalty_coef,
-           kl_discount_factor=kl_discount_factor, loss_fn=loss_fn, run_dir=run_dir, seed=seed)
+           kl_discount_factor=kl_discount_factor, loss_fn=loss_fn, max_steps_off_policy=max_steps_off_policy,
+           lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed)
 
 
 @app.command()

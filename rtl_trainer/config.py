@@ -37,6 +37,7 @@ class TrainConfig:
     temperature: float = 1.0
     learning_rate: float = 1e-4
     lr_schedule: str = "constant"  # constant | linear (decays to 10% at the last step)
+    lr_warmup_steps: int = 0  # linear ramp from lr/N: Adam's first steps on a fresh optimizer are sign-sized
     lora_rank: int = 32
     full_finetune: bool = False  # train every weight (tiny models built from a config)
     loss_fn: str = "auto"  # auto | importance_sampling | ppo (auto: ppo when off-policy)
@@ -52,6 +53,7 @@ class TrainConfig:
     rollout_timeout_s: float = 600.0
     grade_workers: int = 2
     teacher_workers: int = 4  # teacher scoring requests in flight while grading runs
+    grade_timeout_s: float = 300.0  # per harness service; a sampled infinite loop costs at most this
     grade_cache: bool = True  # reuse verdicts of identical answers (SQLite, by content hash)
     save_every: int = 5
     # USD per million tokens, for a per-step cost estimate in metrics.jsonl: any of
@@ -62,7 +64,7 @@ class TrainConfig:
     seed: int = 0
     run_dir: str = "runs/train"
     # sft
-    sft_source: str = "reference"  # reference | teacher
+    sft_source: str = "reference"  # reference | candidate:NAME (a bundled known-wrong candidate)
     sft_strip_comments: bool = False  # train on reference solutions without comments (shorter)
     sft_epochs: int = 1
     batch_size: int = 8
@@ -131,10 +133,13 @@ class TrainConfig:
         return notes
 
     def lr_at(self, step: int) -> float:
-        """The learning rate of ``step`` under ``lr_schedule``."""
+        """The learning rate of ``step`` under ``lr_schedule`` and ``lr_warmup_steps``."""
+        lr = self.learning_rate
         if self.lr_schedule == "linear" and self.steps > 1:
-            return self.learning_rate * (1.0 - 0.9 * step / (self.steps - 1))
-        return self.learning_rate
+            lr *= 1.0 - 0.9 * step / (self.steps - 1)
+        if step < self.lr_warmup_steps:
+            lr *= (step + 1) / self.lr_warmup_steps
+        return lr
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

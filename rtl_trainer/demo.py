@@ -2,8 +2,14 @@
 
 1. Build an offline Qwen tokenizer and two tiny models from a config (no download), with a
    compact vocabulary of the tokens the bundled problems and answers use.
-2. SFT the teacher on the bundled reference solutions until it passes them.
-3. SFT the student for far fewer steps: it writes plausible but wrong RTL.
+2. SFT the teacher (4 layers, width 256) on the bundled reference solutions until it passes
+   them.
+3. Give the smaller student (2 layers, width 128) a deliberately weak start: SFT on each
+   problem's known-wrong ``functional_bug`` candidate three times as often as on the
+   reference. It writes plausible but wrong RTL most of the time (a one-line bug: an
+   unsigned shift, swapped edge pulses, a wrong ``valid``), and the right design rarely.
+   A student that has never seen the right token gives the teacher nothing to work with:
+   the reverse KL's gradient vanishes on a saturated softmax.
 4. On-policy distillation of the student from the teacher with the environment's reward
    (and, beside it, RL from the same weak start with the reward alone).
 5. Measure pass rates with the real simulator before and after, and plot the runs.
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,7 @@ from rich.table import Table
 from rtl_trainer.backends.local import LocalServiceClient
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.loop.evaluate import evaluate
+from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.loop.sft import run_sft, supervised_examples
 from rtl_trainer.loop.train import Trainer
 from rtl_trainer.models import CompactVocab, save_tiny, tiny_model
@@ -32,6 +39,10 @@ from rtl_trainer.plot import plot_runs
 from rtl_trainer.rendering import get_renderer, offline_tokenizer
 
 FAMILY = "qwen3_instruct"
+#: What the teacher and the weak student learn from; the compact vocabulary covers both.
+TEACHER_SOURCE = "reference"
+STUDENT_SOURCE = "3*candidate:functional_bug+reference"
+SFT_SOURCES = (TEACHER_SOURCE, STUDENT_SOURCE)
 
 
 @dataclass
@@ -48,19 +59,24 @@ class DemoSettings:
         "cvdp_gym_traffic_light_0001",
     )
     teacher_sft_steps: int = 200
-    student_sft_steps: int = 40
-    distill_steps: int = 16
-    rl_steps: int = 16
-    groups_per_step: int = 4
+    student_sft_steps: int = 150
+    distill_steps: int = 28
+    rl_steps: int = 28
+    groups_per_step: int = 6
     group_size: int = 4
     max_prompt_tokens: int = 64
-    max_tokens: int = 1100
+    max_tokens: int = 640  # the longest answer is about 510 tokens
     sft_lr: float = 3e-3
-    rl_lr: float = 3e-4
+    #: RL/distillation: small steps after a warm-up. A fresh Adam moves every weight by
+    #: about the learning rate from its first step, which wrecks a tiny SFT'd model at 1e-4.
+    rl_lr: float = 8e-5
+    rl_warmup_steps: int = 4
     kl_penalty_coef: float = 1.0
-    eval_samples: int = 2
-    #: Sampling temperature of rollouts and evaluations; below 1 a tiny model derails less
-    #: often, and the trainer recomputes temperature-1 log-probs for the loss.
+    eval_samples: int = 4
+    #: The references simulate in about a second; a sampled infinite loop should not stall a step.
+    grade_timeout_s: float = 20.0
+    #: Sampling temperature of rollouts and evaluations: below 1 a tiny model derails less
+    #: often; the loss reweights the samples to the temperature-1 policy (importance ratios).
     temperature: float = 0.7
     seed: int = 0
 
@@ -82,6 +98,7 @@ def base_config(out: Path, s: DemoSettings) -> TrainConfig:
         groups_per_step=s.groups_per_step,
         group_size=s.group_size,
         grade_workers=2,
+        grade_timeout_s=s.grade_timeout_s,
         save_every=0,
         seed=s.seed,
         run_dir=str(out),
@@ -95,7 +112,7 @@ def build_models(out: Path, config: TrainConfig) -> tuple[Path, Path]:
         return teacher_dir, student_dir
     tokenizer = offline_tokenizer(FAMILY)
     renderer = get_renderer(FAMILY, tokenizer)
-    examples = supervised_examples(config, renderer)
+    examples = [e for source in SFT_SOURCES for e in supervised_examples(replace(config, sft_source=source), renderer)]
     ids = sorted({t for _, tokens, _ in examples for t in tokens})
     vocab = CompactVocab.from_token_ids(ids + list(tokenizer.all_special_ids) + list(renderer.stop_sequences()), len(tokenizer))
     for size, folder in (("teacher", teacher_dir), ("student", student_dir)):
@@ -110,10 +127,11 @@ def _service(model_dir: Path, run_dir: Path) -> LocalServiceClient:
     return LocalServiceClient(load_tokenizer(str(model_dir)), workdir=run_dir, full_finetune=True)
 
 
-def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConfig, s: DemoSettings, console: Console) -> str:
-    """SFT ``model_dir`` for ``steps``; returns the final state path."""
+def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConfig, s: DemoSettings, console: Console,
+              source: str = TEACHER_SOURCE) -> str:
+    """SFT ``model_dir`` for ``steps`` on answers from ``source``; returns the final state path."""
     run_dir = out / name
-    config = replace(base, mode="sft", student=str(model_dir), steps=steps, learning_rate=s.sft_lr,
+    config = replace(base, mode="sft", student=str(model_dir), steps=steps, learning_rate=s.sft_lr, sft_source=source,
                      lr_schedule="linear", batch_size=len(s.ids), run_dir=str(run_dir), save_every=0)
     done = _last_state(run_dir, steps)
     if done:
@@ -124,8 +142,6 @@ def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConf
 
 
 def _last_state(run_dir: Path, steps: int) -> str | None:
-    from rtl_trainer.loop.runlog import RunLog
-
     if not run_dir.exists():
         return None
     checkpoint = RunLog(run_dir).last_checkpoint()
@@ -154,6 +170,7 @@ def train_stage(mode: str, student_state: str, teacher_state: str | None, model_
     console.rule(f"{mode}: {steps} steps from the weak student")
     config = replace(
         base, mode=mode, student=student_state, teacher=teacher_state, steps=steps, learning_rate=s.rl_lr,
+        lr_warmup_steps=s.rl_warmup_steps,
         kl_penalty_coef=s.kl_penalty_coef if mode == "distill" else 0.0, run_dir=str(run_dir), save_every=steps,
     )
     Trainer(config, _service(model_dir, run_dir), console=console).run(resume=(run_dir / "checkpoints.jsonl").exists())
@@ -168,6 +185,7 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
     out.mkdir(parents=True, exist_ok=True)
     base = base_config(out, s)
     times: dict[str, float] = {}
+    started = time.monotonic()
     t = time.monotonic()
     teacher_dir, student_dir = build_models(out, base)
     times["models"] = time.monotonic() - t
@@ -175,7 +193,7 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
     teacher = sft_stage("teacher-sft", teacher_dir, s.teacher_sft_steps, out, base, s, console)
     times["teacher_sft"] = time.monotonic() - t
     t = time.monotonic()
-    weak = sft_stage("student-sft", student_dir, s.student_sft_steps, out, base, s, console)
+    weak = sft_stage("student-sft", student_dir, s.student_sft_steps, out, base, s, console, source=STUDENT_SOURCE)
     times["student_sft"] = time.monotonic() - t
     t = time.monotonic()
     evals = {
@@ -186,16 +204,39 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
     t = time.monotonic()
     distilled = train_stage("distill", weak, teacher, student_dir, s.distill_steps, out, base, s, console)
     times["distill"] = time.monotonic() - t
+    t = time.monotonic()
     evals["student_distilled"] = eval_stage("student_distilled", distilled, student_dir, out, base, s)
+    times["eval_distilled"] = time.monotonic() - t
     t = time.monotonic()
     rl = train_stage("rl", weak, None, student_dir, s.rl_steps, out, base, s, console) if s.rl_steps else None
     times["rl"] = time.monotonic() - t
     if rl:
+        t = time.monotonic()
         evals["student_rl"] = eval_stage("student_rl", rl, student_dir, out, base, s)
+        times["eval_rl"] = time.monotonic() - t
+    times["total"] = time.monotonic() - started
     runs = [out / "distill"] + ([out / "rl"] if rl else [])
     plot = plot_runs(runs, out / "learning.png", ("env/all/pass_rate", "env/all/reward/total", "teacher_kl", "entropy"),
                      title="tiny student: on-policy distillation vs RL (bundled CVDP problems)")
-    summary = {"pass_rate": {k: v["pass_rate"] for k, v in evals.items()}, "evals": evals, "times_s": times, "plot": str(plot)}
+    kl = [row["teacher_kl"] for row in RunLog(out / "distill").metrics() if "teacher_kl" in row]
+    ends = max(1, min(4, len(kl) // 4))  # steps averaged at each end (the per-step KL is noisy)
+    learning = {
+        "pass_rate_start": evals["student_start"]["pass_rate"],
+        "pass_rate_distilled": evals["student_distilled"]["pass_rate"],
+        "pass_rate_rise": evals["student_distilled"]["pass_rate"] - evals["student_start"]["pass_rate"],
+        "teacher_kl_first_steps": sum(kl[:ends]) / ends if kl else None,
+        "teacher_kl_last_steps": sum(kl[-ends:]) / ends if kl else None,
+    }
+    if rl:
+        learning["pass_rate_rl"] = evals["student_rl"]["pass_rate"]
+    summary = {
+        "pass_rate": {k: v["pass_rate"] for k, v in evals.items()},
+        "learning": learning,
+        "evals": evals,
+        "times_s": times,
+        "plot": str(plot),
+        "settings": asdict(s),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     table = Table(title="offline distillation demo (real simulator grading)")
     table.add_column("model")
@@ -204,5 +245,10 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
     for name, report in evals.items():
         table.add_row(name, f"{report['pass_rate']:.2f}", f"{report['mean_reward']:.3f}")
     console.print(table)
+    console.print(
+        f"distillation: pass rate {learning['pass_rate_start']:.2f} -> {learning['pass_rate_distilled']:.2f} "
+        f"({learning['pass_rate_rise']:+.2f}); teacher KL {learning['teacher_kl_first_steps']:.3f} -> "
+        f"{learning['teacher_kl_last_steps']:.3f} (mean of the first and last {ends} steps)"
+    )
     console.print(f"stage times (s): {json.dumps({k: round(v, 1) for k, v in times.items()})}; plot: {plot}")
     return summary

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Set up (idempotent) and run the main job on the embedded defaults: every bundled problem's
-# reference and known-wrong candidates through the sandboxed harness runner.
+# Set up (idempotent) and run the main job on the embedded defaults: the offline miniature
+# of the mission (bundled problems, bubblewrap sandbox, local backend): a tiny teacher SFT'd
+# on the bundled references, a weak tiny student, on-policy distillation and RL beside it,
+# pass rates from the real simulator, and a plot. Every stage resumes from runs/demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/cvdp-gym check bundled --jobs 2 --out runs/check-bundled.jsonl "$@"
+.venv/bin/rtl-train demo --out runs/demo "$@"

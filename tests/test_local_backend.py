@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +161,35 @@ def test_sample_counts_lengths_and_seeds(tokenizer, base_dir, tmp_path):
     capped = sampler.sample(prompt, 2, types.SamplingParams(max_tokens=4, seed=1)).result()
     assert all(len(s.tokens) <= 4 for s in capped.sequences)
     assert sampler.get_tokenizer() is tokenizer
+
+
+def test_queued_requests_share_one_batch_without_changing_their_samples(tokenizer, base_dir, tmp_path):
+    """Requests queued while the sampler is busy are decoded together (left-padded prompts of
+    different lengths); each gets exactly what it would get alone."""
+    sampler = full_client(tokenizer, base_dir, tmp_path).save_weights_and_get_sampling_client()
+    prompts = [tokenizer.encode("module top("), tokenizer.encode("module alu ( input a , output y );")]
+    assert len(prompts[0]) != len(prompts[1])
+    settings = [types.SamplingParams(max_tokens=9, temperature=1.0, seed=s, stop=[]) for s in (5, 6)]
+    alone = [sampler.sample(types.ModelInput.from_ints(p), 3, s).result() for p, s in zip(prompts, settings, strict=True)]
+    forward_calls = 0
+    original = sampler._forward
+
+    def counting(*args, **kwargs):
+        nonlocal forward_calls
+        forward_calls += 1
+        return original(*args, **kwargs)
+
+    sampler._forward = counting
+    gate = threading.Event()
+    sampler._worker.submit(gate.wait, 10)  # keep the worker busy while both requests queue
+    futures = [sampler.sample(types.ModelInput.from_ints(p), 3, s) for p, s in zip(prompts, settings, strict=True)]
+    gate.set()
+    together = [f.result() for f in futures]
+    assert forward_calls == 9  # one prefill + 8 decode steps for both requests
+    for one, both in zip(alone, together, strict=True):
+        assert [s.tokens for s in both.sequences] == [s.tokens for s in one.sequences]
+        for a, b in zip(one.sequences, both.sequences, strict=True):
+            np.testing.assert_allclose(b.logprobs, a.logprobs, atol=1e-4)
 
 
 def reference_logprobs(

@@ -64,6 +64,13 @@ def test_config_files_and_validation(tmp_path):
     assert TrainConfig(learning_rate=1.0, steps=11, lr_schedule="linear").lr_at(10) == pytest.approx(0.1)
 
 
+def test_learning_rate_schedule_with_warmup():
+    config = TrainConfig(student="m", steps=11, learning_rate=1e-3, lr_schedule="linear", lr_warmup_steps=4)
+    assert [round(config.lr_at(s) / 1e-3, 4) for s in (0, 1, 3, 4, 10)] == [0.25, 0.455, 0.73, 0.64, 0.1]
+    flat = TrainConfig(student="m", steps=5, learning_rate=2e-4)
+    assert [flat.lr_at(s) for s in range(5)] == [2e-4] * 5
+
+
 def test_runlog_resume_bookkeeping(tmp_path):
     log = RunLog(tmp_path)
     for step in range(4):
@@ -155,3 +162,28 @@ def test_reference_answer_shapes():
     assert single.startswith("```systemverilog\n") and single.endswith("\n```")
     double = json.loads(reference_answer(problems["cvdp_gym_uart_tx_0001"]))
     assert [list(item) for item in double["code"]] == [["rtl/baud_gen.sv"], ["rtl/uart_tx.sv"]]
+
+
+def test_sft_on_known_wrong_candidates_builds_the_weak_students_data(tmp_path):
+    from rtl_trainer.loop.sft import supervised_examples
+    from rtl_trainer.rendering import get_renderer, offline_tokenizer
+
+    tokenizer = offline_tokenizer("qwen3_instruct")
+    renderer = get_renderer("qwen3_instruct", tokenizer)
+    config = base_config(tmp_path, ids=["cvdp_gym_priority_encoder_0001"], max_prompt_tokens=None)
+
+    def answer(source: str) -> str:
+        [(pid, tokens, weights)] = supervised_examples(replace(config, sft_source=source), renderer)
+        assert pid == "cvdp_gym_priority_encoder_0001"
+        return tokenizer.decode([t for t, w in zip(tokens, weights, strict=True) if w > 0])
+
+    right, wrong = answer("reference"), answer("candidate:functional_bug")
+    assert "assign valid = |req;" in right and "assign valid = |req;" not in wrong
+    assert "assign valid = (idx != 0);" in wrong
+    mixed = supervised_examples(replace(config, sft_source="2*candidate:functional_bug+reference"), renderer)
+    decoded = [tokenizer.decode([t for t, w in zip(tokens, weights, strict=True) if w > 0]) for _, tokens, weights in mixed]
+    assert decoded == [wrong, wrong, right]
+    with pytest.raises(ValueError, match="no bundled candidate named 'nope'"):
+        supervised_examples(replace(config, sft_source="candidate:nope"), renderer)
+    with pytest.raises(ValueError, match="sft_source must be"):
+        supervised_examples(replace(config, sft_source="teacher"), renderer)

@@ -17,9 +17,12 @@ What the loop must know:
   works in compact ids while everything at the API (``ModelInput``, ``target_tokens``,
   sampled tokens) stays in full tokenizer ids; the mapping happens here.
 - ``save_state`` writes a directory and returns its filesystem path (not a
-  ``tinker://`` URI). ``load_state``, ``create_training_client_from_state`` and their
-  ``_with_optimizer`` variants all restore weights, AdamW state and the step counter
-  (Tinker's ``load_state_with_optimizer`` semantics: a resume is exact).
+  ``tinker://`` URI). As in the SDK, ``load_state`` and ``create_training_client_from_state``
+  restore the weights with a fresh optimizer; their ``_with_optimizer`` variants also
+  restore AdamW's state and the step counter, so a resume is exact.
+- Sampling requests queued on one sampler while it is busy are decoded together as one
+  batch (prompts left-padded), each with its own seed: many small requests, as a step's
+  groups make, cost about one.
 - Sampled ``logprobs`` are under the distribution actually sampled from (temperature,
   ``top_k``, ``top_p`` applied): the behaviour policy, as importance sampling needs. At
   ``temperature == 0`` (greedy) they are the model's own (temperature 1) logprobs.
@@ -29,6 +32,7 @@ What the loop must know:
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import copy
 import json
@@ -37,6 +41,7 @@ import math
 import os
 import secrets
 import shutil
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -396,6 +401,29 @@ class _LocalClient:
         self._worker.shutdown(wait=False)
 
 
+@dataclass
+class _SampleRequest:
+    tokens: list[int]
+    n: int
+    params: types.SamplingParams
+    stop_ids: set[int]
+    stop_strs: list[str]
+    include_prompt_logprobs: bool
+    future: concurrent.futures.Future[types.SampleResponse]
+
+    def batch_key(self) -> tuple[Any, ...]:
+        """Requests with equal keys can share one batched decode."""
+        p = self.params
+        return (
+            p.temperature,
+            p.top_k,
+            p.top_p,
+            p.max_tokens,
+            frozenset(self.stop_ids),
+            tuple(self.stop_strs),
+        )
+
+
 class LocalSamplingClient(_LocalClient):
     """Samples from a fixed set of weights (a snapshot: later training does not reach it)."""
 
@@ -413,6 +441,8 @@ class LocalSamplingClient(_LocalClient):
         self._runtime = runtime
         self._base_model = base_model
         self._worker = SerialWorker("local-sampler")
+        self._pending: list[_SampleRequest] = []
+        self._pending_lock = threading.Lock()
 
     # -- public API ------------------------------------------------------------------
 
@@ -444,9 +474,14 @@ class LocalSamplingClient(_LocalClient):
         if p.max_tokens is not None and p.max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0, got {p.max_tokens}")
         stop_ids, stop_strs = _stop_rules(p, self._tokenizer)
-        return self._worker.submit(
-            self._sample, tokens, num_samples, p, stop_ids, stop_strs, include_prompt_logprobs
+        future: concurrent.futures.Future[types.SampleResponse] = concurrent.futures.Future()
+        request = _SampleRequest(
+            tokens, num_samples, p, stop_ids, stop_strs, include_prompt_logprobs, future
         )
+        with self._pending_lock:
+            self._pending.append(request)
+        self._worker.submit(self._drain)
+        return LocalFuture(future)
 
     def compute_logprobs(
         self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
@@ -477,42 +512,78 @@ class LocalSamplingClient(_LocalClient):
             values[: len(values) - last_n] = [None] * (len(values) - last_n)
         return values
 
-    def _sample(
-        self,
-        tokens: list[int],
-        n: int,
-        params: types.SamplingParams,
-        stop_ids: set[int],
-        stop_strs: list[str],
-        include_prompt_logprobs: bool,
-    ) -> types.SampleResponse:
+    def _drain(self) -> None:
+        """Decode every queued request, batching those with the same sampling settings."""
+        with self._pending_lock:
+            requests, self._pending = self._pending, []
+        batches: dict[tuple[Any, ...], list[_SampleRequest]] = {}
+        for request in requests:
+            key = (id(request),) if request.include_prompt_logprobs else request.batch_key()
+            batches.setdefault(key, []).append(request)
+        for batch in batches.values():
+            try:
+                responses = self._sample(batch)
+            except BaseException as exc:  # every waiting caller gets the error
+                for request in batch:
+                    request.future.set_exception(exc)
+                continue
+            for request, response in zip(batch, responses, strict=True):
+                request.future.set_result(response)
+
+    def _sample(self, requests: list[_SampleRequest]) -> list[types.SampleResponse]:
+        """One batched decode: prompts left-padded, ``n`` rows per request, each request
+        drawing from its own seeded generator (so batching does not change its samples)."""
         rt = self._runtime
+        first = requests[0]
+        params, stop_ids, stop_strs = first.params, first.stop_ids, first.stop_strs
+        longest = max(len(r.tokens) for r in requests)
         max_new = params.max_tokens
         if max_new is None:
             limit = getattr(self._config(), "max_position_embeddings", 4096)
-            max_new = max(limit - len(tokens), 0)
-        generator = torch.Generator(device=rt.device)
-        generator.manual_seed(params.seed if params.seed is not None else secrets.randbits(62))
+            max_new = max(limit - longest, 0)
+        generators = []
+        for r in requests:
+            g = torch.Generator(device=rt.device)
+            g.manual_seed(r.params.seed if r.params.seed is not None else secrets.randbits(62))
+            generators.append(g)
 
-        prompt_ids = self._tokmap.to_model(torch.tensor([tokens], device=rt.device))
-        prompt_logprobs_np = None
-        out = self._forward(
-            prompt_ids, use_cache=True, logits_to_keep=0 if include_prompt_logprobs else 1
+        prompt_ids = torch.zeros((len(requests), longest), dtype=torch.long, device=rt.device)
+        mask = torch.zeros((len(requests), longest), dtype=torch.long, device=rt.device)
+        for i, r in enumerate(requests):
+            ids = self._tokmap.to_model(torch.tensor(r.tokens, device=rt.device))
+            prompt_ids[i, longest - len(r.tokens) :] = ids
+            mask[i, longest - len(r.tokens) :] = 1
+        padded = bool((mask == 0).any())
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        extra: dict[str, Any] = (
+            {"attention_mask": mask, "position_ids": positions} if padded else {}
         )
-        if include_prompt_logprobs:
+        want_prompt_lp = first.include_prompt_logprobs
+        out = self._forward(
+            prompt_ids, use_cache=True, logits_to_keep=0 if want_prompt_lp else 1, **extra
+        )
+        prompt_logprobs_np = None
+        if want_prompt_lp:  # never batched with other requests
             lp = out.logits[0, :-1].float().log_softmax(-1).gather(-1, prompt_ids[0, 1:, None])
             prompt_logprobs_np = np.concatenate([[np.nan], lp.squeeze(-1).cpu().numpy()]).astype(
                 np.float32
             )
+        # Rows: request i's n samples are consecutive.
+        owner = [i for i, r in enumerate(requests) for _ in range(r.n)]
+        rows_of = [[row for row, i in enumerate(owner) if i == j] for j in range(len(requests))]
+        index = torch.tensor(owner, device=rt.device)
         cache = out.past_key_values
-        if n > 1:
-            cache.batch_repeat_interleave(n)
-        logits = out.logits[:, -1].float().expand(n, -1)
+        if len(owner) != len(requests) or len(requests) > 1:
+            cache.batch_select_indices(index)
+        logits = out.logits[:, -1].float()[index]
+        mask = mask[index]
+        next_pos = positions[index, -1] + 1
 
-        sampled: list[list[int]] = [[] for _ in range(n)]
-        logprobs: list[list[float]] = [[] for _ in range(n)]
-        reasons: list[types.StopReason] = ["length"] * n
-        live = [True] * n
+        rows = len(owner)
+        sampled: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        reasons: list[types.StopReason] = ["length"] * rows
+        live = [True] * rows
         window = 4 * max((len(s) for s in stop_strs), default=0) + 2
         unsampleable = self._tokmap.unsampleable
         if unsampleable is not None:
@@ -525,10 +596,15 @@ class LocalSamplingClient(_LocalClient):
                 dist = logits.log_softmax(-1)
             else:
                 dist = _filtered_logprobs(logits, params.temperature, params.top_k, params.top_p)
-                chosen = torch.multinomial(dist.exp(), 1, generator=generator).squeeze(-1)
+                probs = dist.exp()
+                chosen = torch.empty(rows, dtype=torch.long, device=rt.device)
+                for j, picked in enumerate(rows_of):
+                    chosen[picked] = torch.multinomial(
+                        probs[picked], 1, generator=generators[j]
+                    ).squeeze(-1)
             chosen_lp = dist.gather(-1, chosen[:, None]).squeeze(-1).tolist()
             chosen_full = self._tokmap.to_full(chosen).tolist()
-            for b in range(n):
+            for b in range(rows):
                 if not live[b]:
                     continue
                 sampled[b].append(chosen_full[b])
@@ -541,21 +617,35 @@ class LocalSamplingClient(_LocalClient):
             if not any(live) or step == max_new - 1:
                 break
             # Finished rows keep decoding (their tokens are dropped): simpler than
-            # shrinking the KV cache, and cheap for the handful of samples per prompt.
-            out = self._forward(chosen[:, None], use_cache=True, past_key_values=cache)
+            # shrinking the KV cache.
+            step_extra: dict[str, Any] = {}
+            if padded:
+                mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=-1)
+                step_extra = {"attention_mask": mask, "position_ids": next_pos[:, None]}
+                next_pos = next_pos + 1
+            out = self._forward(
+                chosen[:, None], use_cache=True, past_key_values=cache, **step_extra
+            )
             cache = out.past_key_values
             logits = out.logits[:, -1].float()
 
-        sequences = [
-            types.SampledSequence(
-                stop_reason=reasons[b],
-                sequence_id=f"local-{uuid.uuid4().hex}",
-                tokens_np=np.asarray(sampled[b], dtype=np.int32),
-                logprobs_np=np.asarray(logprobs[b], dtype=np.float32),
+        responses = []
+        for j, picked in enumerate(rows_of):
+            sequences = [
+                types.SampledSequence(
+                    stop_reason=reasons[b],
+                    sequence_id=f"local-{uuid.uuid4().hex}",
+                    tokens_np=np.asarray(sampled[b], dtype=np.int32),
+                    logprobs_np=np.asarray(logprobs[b], dtype=np.float32),
+                )
+                for b in picked
+            ]
+            responses.append(
+                types.SampleResponse(
+                    sequences=sequences, prompt_logprobs_np=prompt_logprobs_np if j == 0 else None
+                )
             )
-            for b in range(n)
-        ]
-        return types.SampleResponse(sequences=sequences, prompt_logprobs_np=prompt_logprobs_np)
+        return responses
 
     def _hits_stop(self, tail: list[int], stop_strs: list[str]) -> bool:
         text = self._tokenizer.decode(tail, skip_special_tokens=False)

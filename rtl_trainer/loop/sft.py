@@ -1,8 +1,11 @@
 """Supervised warm start: teach a model the answer format (and, for tiny models, the answers).
 
-Examples are the environments' own chat messages followed by an assistant answer: the
-problem's reference solution (``sft_source="reference"``), written the way the prompt asks
-(one fenced block, or the JSON shape for several files), or a teacher's sample that passed.
+Examples are the environments' own chat messages followed by an assistant answer, written
+the way the prompt asks (one fenced block, or the JSON shape for several files): the
+problem's reference solution (``sft_source="reference"``), or one of the bundled problems'
+known-wrong candidates (``sft_source="candidate:functional_bug"``), or a mixture of sources
+with repeat counts (``"3*candidate:functional_bug+reference"``): a student that mostly writes
+plausible but wrong RTL and only sometimes the right design, a deliberately weak start.
 """
 
 from __future__ import annotations
@@ -48,29 +51,65 @@ def strip_comments(text: str) -> str:
 def reference_answer(problem: Problem, *, minify: bool = False) -> str:
     """The reference solution as the official prompt asks for it (optionally without comments)."""
     assert problem.reference is not None
-    files = {p: strip_comments(t) if minify else t for p, t in problem.reference.items()}
-    return answer_text(problem, files)
+    return _answer(problem, problem.reference, minify)
+
+
+def _answer(problem: Problem, files: dict[str, str], minify: bool) -> str:
+    return answer_text(problem, {p: strip_comments(t) if minify else t for p, t in files.items()})
+
+
+def _sources(spec: str) -> list[str]:
+    """``"3*a+b"`` -> ``["a", "a", "a", "b"]``."""
+    out: list[str] = []
+    for part in spec.split("+"):
+        count, _, name = part.strip().rpartition("*")
+        if count and not count.isdigit():
+            raise ValueError(f"sft_source part {part!r}: expected COUNT*SOURCE")
+        out += [name.strip()] * (int(count) if count else 1)
+    return out
+
+
+def _answers(source: str, sft_strip_comments: bool, problems: list[Problem]) -> dict[str, str]:
+    """problem id -> the answer to train on, from one source."""
+    if source == "reference":
+        return {
+            p.id: reference_answer(p, minify=sft_strip_comments) for p in problems if p.reference is not None
+        }
+    if source.startswith("candidate:"):
+        from cvdp_gym.data.bundle import bundled_candidates
+
+        name = source.split(":", 1)[1]
+        wanted = {p.id: p for p in problems}
+        found = {c.problem_id: c for c in bundled_candidates() if c.name == name and c.problem_id in wanted}
+        if not found:
+            raise ValueError(f"no bundled candidate named {name!r} for the training problems")
+        return {pid: _answer(wanted[pid], c.files, sft_strip_comments) for pid, c in found.items()}
+    raise ValueError(f"sft_source must be 'reference' or 'candidate:NAME' (or COUNT*SOURCE+...), not {source!r}")
 
 
 def supervised_examples(config: TrainConfig, renderer: Any) -> list[tuple[str, list[int], list[float]]]:
-    """``(problem_id, tokens, weights)`` for every training problem with a reference."""
+    """``(problem_id, tokens, weights)`` for every training problem with an answer from
+    ``config.sft_source``."""
     env = make_env_factory(config, cache=False)()
     try:
         ids = set(problem_ids(env, config))
+        problems = [p for p in env.unwrapped.problems if p.id in ids]
         examples = []
-        for problem in env.unwrapped.problems:
-            if problem.id not in ids or problem.reference is None:
-                continue
-            _, info = env.reset(options={"problem_id": problem.id})
-            answer = reference_answer(problem, minify=config.sft_strip_comments)
-            messages = [*info["messages"], {"role": "assistant", "content": answer}]
-            tokens, weights = renderer.build_supervised_example(messages)
-            tokens, weights = _truncate_prompt(tokens, weights, config.max_prompt_tokens)
-            examples.append((problem.id, tokens, weights))
+        for source in _sources(config.sft_source):
+            answers = _answers(source, config.sft_strip_comments, problems)
+            for problem in problems:
+                answer = answers.get(problem.id)
+                if answer is None:
+                    continue
+                _, info = env.reset(options={"problem_id": problem.id})
+                messages = [*info["messages"], {"role": "assistant", "content": answer}]
+                tokens, weights = renderer.build_supervised_example(messages)
+                tokens, weights = _truncate_prompt(tokens, weights, config.max_prompt_tokens)
+                examples.append((problem.id, tokens, weights))
     finally:
         env.close()
     if not examples:
-        raise ValueError("no problem with a reference solution to train on")
+        raise ValueError(f"no training problem has an answer from sft_source={config.sft_source!r}")
     return examples
 
 

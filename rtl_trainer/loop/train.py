@@ -60,6 +60,7 @@ def make_env_factory(config: TrainConfig, *, cache: bool | None = None) -> Calla
             categories=config.categories,
             difficulty=config.difficulty,
             reward=config.reward,
+            timeout_s=config.grade_timeout_s,
             cache=config.grade_cache if cache is None else cache,
         )
 
