@@ -58,12 +58,12 @@ class DemoSettings:
         "cvdp_gym_sync_fifo_0001",
         "cvdp_gym_traffic_light_0001",
     )
-    teacher_sft_steps: int = 200
+    teacher_sft_steps: int = 160
     student_sft_steps: int = 150
     distill_steps: int = 28
     rl_steps: int = 28
     groups_per_step: int = 6
-    group_size: int = 4
+    group_size: int = 8
     max_prompt_tokens: int = 64
     max_tokens: int = 640  # the longest answer is about 510 tokens
     sft_lr: float = 3e-3
@@ -72,7 +72,7 @@ class DemoSettings:
     rl_lr: float = 8e-5
     rl_warmup_steps: int = 4
     kl_penalty_coef: float = 1.0
-    eval_samples: int = 4
+    eval_samples: int = 8
     #: The references simulate in about a second; a sampled infinite loop should not stall a step.
     grade_timeout_s: float = 20.0
     #: Sampling temperature of rollouts and evaluations: below 1 a tiny model derails less

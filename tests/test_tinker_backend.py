@@ -91,7 +91,7 @@ class StandInSamplingClient:
         return self._rec.future("sample", self._local.sample(prompt, num_samples, sampling_params, **kw))
 
     def compute_logprobs(self, prompt: types.ModelInput, **kw: Any):
-        self._rec.record("compute_logprobs", prompt=prompt, **kw)
+        self._rec.record("compute_logprobs", prompt=prompt, weights=self.name, **kw)
         return self._rec.future("compute_logprobs", self._local.compute_logprobs(prompt, **kw))
 
     def get_tokenizer(self) -> Any:
@@ -355,8 +355,36 @@ def test_distillation_step_through_the_sdk_contract(tiny, tmp_path, patched):
     assert [a["base_model"] for a in rec.named("create_sampling_client")] == [str(tiny)]
     assert rec.named("compute_logprobs"), "the teacher was never asked for log-probabilities"
     # Sampling at temperature 1: every compute_logprobs request is the teacher's.
+    assert all(a["weights"] is None for a in rec.named("compute_logprobs"))
     assert row["tokens/teacher"] == sum(a["prompt"].length for a in rec.named("compute_logprobs"))
     check_contract(rec, run)
+
+
+@pytest.mark.sandbox
+def test_tempered_samples_are_reweighted_by_the_samplers_own_logprobs(tiny, tmp_path, patched):
+    run = tmp_path / "tempered"
+    rec = Recorder()
+    patched(standin(tiny, run, rec))
+    config = base_config(run, mode="distill", student=str(tiny), teacher=str(tiny), steps=1, kl_penalty_coef=1.0,
+                         temperature=0.7)
+    Trainer(config, make_service(config)).run()
+    check_contract(rec, run)
+    samples = {
+        tuple(seq.tokens): list(seq.logprobs) for f in rec.futures if f.method == "sample" for seq in f.result().sequences
+    }
+    [fb] = rec.named("forward_backward")
+    for datum in fb["data"]:
+        targets = datum.loss_fn_inputs["target_tokens"].to_numpy().tolist()
+        behaviour = datum.loss_fn_inputs["logprobs"].to_numpy()
+        matches = [k for k in samples if k and targets[-len(k):] == list(k)]
+        assert matches, "a datum whose completion was never sampled"
+        completion = max(matches, key=len)
+        # The importance ratio's denominator: what the sampler drew from (temperature 0.7).
+        np.testing.assert_allclose(behaviour[-len(completion):], samples[completion], atol=1e-6)
+    # The KL term's student side is the temperature-1 policy, recomputed by the sampler that
+    # drew the samples (named after its weights); the teacher's requests carry no name.
+    student_scoring = [a for a in rec.named("compute_logprobs") if a["weights"] == "step00000"]
+    assert len(student_scoring) == len(samples) == config.groups_per_step * config.group_size
 
 
 @pytest.mark.sandbox
