@@ -240,7 +240,7 @@ class Trainer:
         cfg = self.config
         t_score = time.monotonic()
         datums, stats = self.training_data(batch.groups, batch.sampler, teacher, teacher_renderer, scores=batch.teacher_scores)
-        teacher_s = time.monotonic() - t_score
+        score_s = time.monotonic() - t_score
         teacher_tokens = stats.pop("_teacher_tokens", 0.0)
         t_train = time.monotonic()
         train_metrics: dict[str, float] = {}
@@ -267,7 +267,7 @@ class Trainer:
             "time/sample": timing.sample_s,
             "time/grade": timing.grade_s,
             "time/grade_wait": grade_wait,
-            "time/teacher": teacher_s,
+            "time/score": score_s,  # waiting on teacher scores and recomputed log-probs
             "time/train": train_s,
             "time/step": step_s,
             "time/grade_wait_share": grade_wait / step_s if step_s else 0.0,
@@ -282,7 +282,7 @@ class Trainer:
             f"step {step}: reward {metrics['env/all/reward/total']:.3f}, pass {metrics['env/all/pass_rate']:.2f}, "
             + (f"teacher_kl {metrics['teacher_kl']:.3f}, " if "teacher_kl" in metrics else "")
             + f"{step_s:.1f} s (sample {timing.sample_s:.1f}, grade wait {grade_wait:.1f}, "
-            + f"teacher {teacher_s:.1f}, train {train_s:.1f})"
+            + f"score {score_s:.1f}, train {train_s:.1f})"
         )
         return sampler
 
