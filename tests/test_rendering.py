@@ -18,11 +18,11 @@ from tokenizers.trainers import BpeTrainer
 from transformers import PreTrainedTokenizerFast
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.envs.agentic import assistant_message
 from cvdp_gym.envs.prompts import agentic_messages, single_shot_messages
 from cvdp_gym.parsers import (
     EXECUTE_BASH_TOOL,
     TOOLS,
-    ParsedTurn,
     ToolCall,
     format_tool_call,
     format_tool_response,
@@ -73,21 +73,6 @@ PROBLEM = Problem(
 
 def bash(cmd: str) -> ToolCall:
     return ToolCall("execute_bash", {"command": cmd})
-
-
-def assistant_message(parsed: ParsedTurn) -> dict[str, Any]:
-    """The assistant message an environment reports for a parsed turn (as CVDPAgentic does)."""
-    msg: dict[str, Any] = {
-        "role": "assistant",
-        "content": parsed.content,
-        "tool_calls": [
-            {"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
-            for c in parsed.calls
-        ],
-    }
-    if parsed.reasoning:
-        msg["reasoning_content"] = parsed.reasoning
-    return msg
 
 
 # ----------------------------------------------------------------------------------------

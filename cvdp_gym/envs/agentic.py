@@ -185,7 +185,7 @@ class AgenticEnv(CVDPEnvBase):
             "commands_run": self._commands_run,
             "malformed_calls": self._malformed,
             "tool_messages": messages,
-            "assistant_message": _assistant_message(parsed),
+            "assistant_message": assistant_message(parsed),
             "format": parsed.format,
             "cwd": self.workspace.cwd,
             "shaping": bonus,
@@ -352,7 +352,8 @@ def _finish_message(parsed: ParsedTurn) -> str:
     return message if isinstance(message, str) else ""
 
 
-def _assistant_message(parsed: ParsedTurn) -> dict[str, Any]:
+def assistant_message(parsed: ParsedTurn) -> dict[str, Any]:
+    """The chat message an episode records for a parsed assistant turn (``info["assistant_message"]``)."""
     message: dict[str, Any] = {
         "role": "assistant",
         "content": parsed.content,

@@ -570,10 +570,11 @@ class LocalSamplingClient(_LocalClient):
             )
         # Rows: request i's n samples are consecutive.
         owner = [i for i, r in enumerate(requests) for _ in range(r.n)]
-        rows_of = [[row for row, i in enumerate(owner) if i == j] for j in range(len(requests))]
+        ends = np.cumsum([r.n for r in requests]).tolist()
+        rows_of = [list(range(end - r.n, end)) for r, end in zip(requests, ends, strict=True)]
         index = torch.tensor(owner, device=rt.device)
         cache = out.past_key_values
-        if len(owner) != len(requests) or len(requests) > 1:
+        if len(owner) > 1:
             cache.batch_select_indices(index)
         logits = out.logits[:, -1].float()[index]
         mask = mask[index]

@@ -108,14 +108,14 @@ class TeacherScore:
 
 @dataclass
 class Batch:
-    """One step's graded rollouts, with the sampler (weights ``version``) that drew them."""
+    """One step's graded rollouts, the sampler (weights ``version``) that drew them, and
+    (distillation) the teacher's scoring of each turn, started as it arrived, by ``id(turn)``."""
 
-    step: int
     version: int
     sampler: SamplingClient
     groups: list[Group]
     timing: RolloutTiming
-    teacher_scores: dict[int, Future[TeacherScore]]
+    teacher_scores: dict[int, Future[TeacherScore]] | None
 
 
 class Trainer:
@@ -201,7 +201,7 @@ class Trainer:
                     submitted += 1
                 blocked_from = time.monotonic()
                 batch = pending.popleft().result()
-                sampler = self._train_step(step, batch, blocked_from, training, teacher, teacher_renderer)
+                sampler = self._train_step(step, batch, blocked_from, training)
         finally:
             for future in pending:
                 future.cancel()
@@ -217,9 +217,11 @@ class Trainer:
         cfg = self.config
         chosen = random.Random(cfg.seed * 100_003 + step).sample(ids, k=min(cfg.groups_per_step, len(ids)))
         params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + step)
-        scores: dict[int, Future[TeacherScore]] = {}
+        scores: dict[int, Future[TeacherScore]] | None = None
         on_turn = None
         if teacher is not None:
+            scores = {}
+
             def on_turn(turn: Turn) -> None:
                 scores[id(turn)] = scorer.submit(self._teacher_logprobs, turn, teacher, teacher_renderer)
         if self.agentic:
@@ -234,14 +236,13 @@ class Trainer:
                 sampling_params=params, grade_workers=cfg.grade_workers,
                 max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
             )
-        return Batch(step, version, sampler, groups, timing, scores)
+        return Batch(version, sampler, groups, timing, scores)
 
-    def _train_step(self, step: int, batch: Batch, blocked_from: float, training, teacher, teacher_renderer) -> SamplingClient:
+    def _train_step(self, step: int, batch: Batch, blocked_from: float, training: TrainingClient) -> SamplingClient:
         cfg = self.config
         t_score = time.monotonic()
-        datums, stats = self.training_data(batch.groups, batch.sampler, teacher, teacher_renderer, scores=batch.teacher_scores)
+        datums, stats = self.training_data(batch.groups, batch.sampler, batch.teacher_scores)
         score_s = time.monotonic() - t_score
-        teacher_tokens = stats.pop("_teacher_tokens", 0.0)
         t_train = time.monotonic()
         train_metrics: dict[str, float] = {}
         loss = cfg.loss
@@ -261,7 +262,7 @@ class Trainer:
             **rollout_metrics(batch.groups),
             **stats,
             **train_metrics,
-            **self._accounting(batch, datums, teacher_tokens),
+            **self._accounting(batch, datums),
             "datums": len(datums),
             "off_policy/staleness": step - batch.version,
             "time/sample": timing.sample_s,
@@ -293,16 +294,17 @@ class Trainer:
         last = rows[-1] if rows else {}
         return {k: float(v) for k, v in last.items() if k.startswith(("total/", "cost/total"))}
 
-    def _accounting(self, batch: Batch, datums: list[types.Datum], teacher_tokens: float) -> dict[str, float]:
+    def _accounting(self, batch: Batch, datums: list[types.Datum]) -> dict[str, float]:
         """Tokens this step sent through each billed path, running totals, and (with
         ``prices``) an estimated cost."""
         turns = [t for g in batch.groups for r in g.rollouts for t in r.turns]
+        scores = (batch.teacher_scores or {}).values()
         # price key -> tokens this step
         step_tokens = {
             "sample": float(sum(len(t.completion_tokens) for t in turns)),
             "prefill": float(sum(len(t.prompt_tokens) for t in turns)),
             "train": float(sum(d.model_input.length for d in datums)),
-            "teacher_prefill": teacher_tokens,
+            "teacher_prefill": float(sum(f.result().tokens for f in scores)),
         }
         out: dict[str, float] = {}
         for key, value in step_tokens.items():
@@ -323,29 +325,26 @@ class Trainer:
         self,
         groups: list[Group],
         sampler: SamplingClient,
-        teacher: SamplingClient | None,
-        teacher_renderer: Any,
-        *,
-        scores: dict[int, Future[TeacherScore]] | None = None,
+        teacher_scores: dict[int, Future[TeacherScore]] | None,
     ) -> tuple[list[types.Datum], dict[str, float]]:
         """Datums for the loss, and teacher-KL statistics of the samples.
 
         ``sampler`` is the one that drew the samples (its log-probs are the behaviour
-        policy's); ``scores`` holds teacher scoring already started per turn (by id).
+        policy's); ``teacher_scores`` (distillation) holds the teacher's scoring of each
+        turn, by ``id(turn)``, as ``Batch`` carries it.
         A multi-turn episode becomes one datum when each prompt extends the previous prompt
         and action, and one datum per turn otherwise (``pack_turns``).
         """
         cfg = self.config
-        scores = scores or {}
         datums: list[types.Datum] = []
-        kl_sum = kl_tokens = aligned_sum = teacher_tokens = 0.0
+        kl_sum = kl_tokens = aligned_sum = 0.0
         aligned_n = dropped = 0
         for group in groups:
             rollouts = [r for r in group.rollouts if not r.excluded and r.turns]
             if not rollouts:
                 continue
             rewards = [r.reward for r in rollouts]
-            if cfg.drop_constant_groups and constant_group(rewards) and teacher is None:
+            if cfg.drop_constant_groups and constant_group(rewards) and teacher_scores is None:
                 dropped += 1
                 continue
             advantages = group_advantages(rewards, normalize_std=cfg.normalize_advantages_std)
@@ -357,11 +356,8 @@ class Trainer:
                         continue
                     behaviour, policy = self._sampler_logprobs(turn, sampler)
                     token_adv = [advantage] * n
-                    if teacher is not None:
-                        started = scores.get(id(turn))
-                        score = started.result() if started is not None else self._teacher_logprobs(turn, teacher, teacher_renderer)
-                        aligned = score.aligned
-                        teacher_tokens += score.tokens
+                    if teacher_scores is not None:
+                        aligned = teacher_scores[id(turn)].result().aligned
                         adjust, kl = kl_penalty(
                             policy, aligned.values, [True] * n,
                             coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor,
@@ -375,7 +371,7 @@ class Trainer:
                 for datum in pack_turns(turns):
                     check_datum(datum, cfg.loss)
                     datums.append(datum)
-        stats: dict[str, float] = {"groups_dropped": dropped, "_teacher_tokens": teacher_tokens}
+        stats: dict[str, float] = {"groups_dropped": dropped}
         if kl_tokens:
             stats["teacher_kl"] = kl_sum / kl_tokens
         if aligned_n:
@@ -407,13 +403,9 @@ class Trainer:
         if self.config.max_prompt_tokens and len(prompt) > self.config.max_prompt_tokens:
             prompt = prompt[-self.config.max_prompt_tokens:]
         assert self._aligner is not None
-        scored = [0]
-
-        def score(tokens: list[int]) -> list[float | None]:
-            scored[0] = len(prompt) + len(tokens)
-            return teacher_completion_logprobs(teacher, prompt, tokens)
-
-        return TeacherScore(self._aligner.align(turn.completion_tokens, score), scored[0])
+        plan = self._aligner.plan(turn.completion_tokens)
+        aligned = plan.map(teacher_completion_logprobs(teacher, prompt, plan.teacher_tokens))
+        return TeacherScore(aligned, len(prompt) + len(plan.teacher_tokens))
 
 
 def rollout_metrics(groups: list[Group]) -> dict[str, float]:

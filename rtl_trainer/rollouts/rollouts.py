@@ -112,12 +112,18 @@ class EnvPool:
 
 @dataclass
 class RolloutTiming:
-    sample_s: float = 0.0  # until the last sample arrived
-    grade_s: float = 0.0  # total grading work (summed over threads)
-    wait_s: float = 0.0  # time after the last sample spent waiting for grading to finish
-    total_s: float = 0.0
-    sampled_at: float = 0.0  # time.monotonic() when the last sample arrived
-    graded_at: float = 0.0  # time.monotonic() when the last verdict arrived
+    """When a collection started, its last sample arrived and its last verdict arrived
+    (``time.monotonic()``), and the grading work summed over threads."""
+
+    started_at: float
+    sampled_at: float = 0.0
+    graded_at: float = 0.0
+    grade_s: float = 0.0
+
+    @property
+    def sample_s(self) -> float:
+        """Until the last sample arrived."""
+        return self.sampled_at - self.started_at
 
     def grade_wait_after(self, blocked_from: float) -> float:
         """Time a consumer that blocked from ``blocked_from`` spent waiting on grading
@@ -148,8 +154,7 @@ def collect_single_turn(
     on_turn: OnTurn | None = None,
 ) -> tuple[list[Group], RolloutTiming]:
     """Sample ``group_size`` answers per problem and grade them, overlapping the two."""
-    start = time.monotonic()
-    timing = RolloutTiming()
+    timing = RolloutTiming(started_at=time.monotonic())
     lock = threading.Lock()
     requests = []
     for pid in problem_ids:
@@ -188,15 +193,12 @@ def collect_single_turn(
                 if on_turn is not None:
                     on_turn(turn)
         timing.sampled_at = time.monotonic()
-        timing.sample_s = timing.sampled_at - start
         for rollout, future in grading:
             try:
                 rollout.reward, rollout.info = future.result(timeout=timeout_s)
             except (TimeoutError, Exception) as exc:
                 rollout.error = f"grading failed: {type(exc).__name__}: {exc}"
     timing.graded_at = time.monotonic()
-    timing.total_s = timing.graded_at - start
-    timing.wait_s = max(0.0, timing.total_s - timing.sample_s)
     return groups, timing
 
 
@@ -271,5 +273,4 @@ def collect_multi_turn(
         futures = {pid: [executor.submit(episode, pid) for _ in range(group_size)] for pid in problem_ids}
         groups = [Group(pid, [f.result() for f in fs]) for pid, fs in futures.items()]
     end = time.monotonic()
-    total = end - start
-    return groups, RolloutTiming(sample_s=total, total_s=total, sampled_at=end, graded_at=end)
+    return groups, RolloutTiming(started_at=start, sampled_at=end, graded_at=end)
