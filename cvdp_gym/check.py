@@ -2,14 +2,16 @@
 
 Each job is one (problem, candidate) pair with the verdict it should get. Results are
 appended to a JSONL file as they finish, so an interrupted check resumes where it stopped.
+On Ctrl-C the queued jobs are cancelled and the running sandboxes killed at once (see
+``cvdp_gym.interrupt``); what had finished stays in the file.
 """
 
 from __future__ import annotations
 
 import json
-import threading
+import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,12 @@ from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 from cvdp_gym.harness.results import PASSED, HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner
-from cvdp_gym.jsonl import read_objects
+from cvdp_gym.interrupt import Children, sigint_ignored
+from cvdp_gym.jsonl import JsonlError, iter_json, read_objects
 
 REFERENCE = "reference"
+#: After Ctrl-C, how long to keep killing sandboxes while the running jobs wind down.
+STOP_TIMEOUT_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -63,21 +68,32 @@ class CheckOutcome:
         return cls(data["key"], data["id"], data["name"], data["expected"], HarnessResult.from_dict(data["result"]))
 
 
+def _candidate(item: Any, where: str) -> dict[str, Any]:
+    """One candidate line, checked so that a bad one fails here and not in a worker thread."""
+    if not isinstance(item, dict):
+        raise DatasetError(f"{where}: malformed candidate line: expected a JSON object, got {type(item).__name__}")
+    files = item.get("files")
+    if not isinstance(item.get("id"), str) or not item["id"] or not isinstance(files, dict):
+        raise DatasetError(f"{where}: malformed candidate line: needs 'id' and 'files'")
+    bad = next((path for path, text in files.items() if not isinstance(text, str)), None)
+    if bad is not None:
+        raise DatasetError(f"{where}: malformed candidate line: files[{bad!r}] must be text")
+    for key in ("name", "expected"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise DatasetError(f"{where}: malformed candidate line: {key!r} must be a string")
+    return item
+
+
 def load_candidates(path: str | Path) -> list[dict[str, Any]]:
-    """Extra candidates: JSONL lines ``{"id", "name", "files": {path: text}, "expected"}``."""
-    out = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                if not isinstance(item.get("files"), dict) or not isinstance(item.get("id"), str):
-                    raise ValueError("needs 'id' and 'files'")
-            except (json.JSONDecodeError, ValueError, AttributeError) as exc:
-                raise DatasetError(f"{path}:{number}: malformed candidate line: {exc}") from None
-            out.append(item)
-    return out
+    """Extra candidates: JSONL lines ``{"id", "name", "files": {path: text}, "expected"}``.
+
+    Raises ``DatasetError`` naming the file and line for anything else (including a file
+    that is missing, binary or not UTF-8).
+    """
+    try:
+        return [_candidate(item, f"{path}:{number}") for number, item in iter_json(path)]
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def build_jobs(
@@ -97,7 +113,9 @@ def build_jobs(
         problem = by_id.get(data["id"])
         if problem is None:
             continue
-        jobs.append(CheckJob(problem, str(data.get("name", "candidate")), data["files"], str(data.get("expected", "?"))))
+        # A missing or null name/expected gets the default (not the text "None").
+        name, expected = data.get("name") or "candidate", data.get("expected") or "?"
+        jobs.append(CheckJob(problem, str(name), data["files"], str(expected)))
     return jobs
 
 
@@ -107,10 +125,35 @@ def read_done(path: Path) -> dict[str, CheckOutcome]:
     for row in read_objects(path):
         try:
             outcome = CheckOutcome.from_json(row)
-        except (KeyError, TypeError):
-            continue
-        done[outcome.job_key] = outcome
+        except (KeyError, TypeError, AttributeError, ValueError):
+            continue  # a line from another tool, or hand-edited: run that job again
+        if isinstance(outcome.job_key, str):
+            done[outcome.job_key] = outcome
     return done
+
+
+class CheckInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run_jobs``: queued jobs were cancelled and running sandboxes killed.
+
+    ``finished``: the outcomes kept (all also in the results file); ``unfinished``: how
+    many jobs did not run to the end; ``stuck``: jobs whose thread had not returned when
+    we stopped waiting (their sandboxes are killed, but their cleanup may still be going:
+    ``settle`` waits for it).
+    """
+
+    def __init__(
+        self, finished: list[CheckOutcome], unfinished: int, running: Iterable[Future[CheckOutcome]] = ()
+    ) -> None:
+        super().__init__(f"interrupted: {len(finished)} jobs finished, {unfinished} not")
+        self.finished = finished
+        self.unfinished = unfinished
+        self._running = [f for f in running if not f.done()]
+        self.stuck = len(self._running)
+
+    def settle(self, timeout: float) -> int:
+        """Wait up to ``timeout`` s for the stuck jobs' cleanup (run folders, cgroups);
+        returns how many are still not done."""
+        return len(wait(self._running, timeout=timeout).not_done)
 
 
 def run_jobs(
@@ -122,11 +165,19 @@ def run_jobs(
     resume: bool = False,
     on_done: Callable[[CheckOutcome], None] | None = None,
 ) -> list[CheckOutcome]:
-    """Run every job (in parallel threads), appending each outcome to ``out_path``."""
+    """Run every job (in parallel threads), appending each outcome to ``out_path``.
+
+    On Ctrl-C (``KeyboardInterrupt`` in the calling thread) raises ``CheckInterrupted``
+    within about ``STOP_TIMEOUT_S``: jobs that finished before the signal are kept (and
+    written), the rest are cancelled, and the sandboxes this run started are killed.
+    """
     done = read_done(out_path) if (resume and out_path is not None) else {}
     if done and out_path is not None:
         # Drop a torn last line left by an interrupted run, so appends start on a clean line.
-        out_path.write_text("".join(json.dumps(o.to_json()) + "\n" for o in done.values()))
+        # Write aside and rename: a Ctrl-C mid-write must not lose the finished results.
+        fresh = out_path.with_name(out_path.name + ".tmp")
+        fresh.write_text("".join(json.dumps(o.to_json()) + "\n" for o in done.values()), encoding="utf-8")
+        os.replace(fresh, out_path)
     if out_path is not None and not resume and out_path.exists():
         out_path.unlink()
     outcomes = [done[j.key] for j in jobs if j.key in done]
@@ -134,24 +185,69 @@ def run_jobs(
         if on_done:
             on_done(outcome)
     todo = [j for j in jobs if j.key not in done]
-    lock = threading.Lock()
+    finished: dict[Future[CheckOutcome], CheckOutcome] = {}
 
     def run_one(job: CheckJob) -> CheckOutcome:
         result = runner.run(job.problem, job.files)
         return CheckOutcome(job.key, job.problem.id, job.name, job.expected, result)
 
+    def record(future: Future[CheckOutcome]) -> None:
+        """Write a finished outcome (main thread only). Storing it in ``finished`` is one
+        step, so a Ctrl-C in between at worst writes a line twice; resuming dedupes by key."""
+        if future in finished:
+            return
+        outcome = future.result()
+        if out_path is not None:
+            with open(out_path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(outcome.to_json()) + "\n")
+        finished[future] = outcome
+        if on_done:
+            on_done(outcome)
+
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max_workers=max(1, jobs_parallel)) as pool:
-        futures = [pool.submit(run_one, job) for job in todo]
+    ours = Children.snapshot()
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs_parallel))
+    futures: list[Future[CheckOutcome]] = []
+    try:
+        for job in todo:
+            futures.append(pool.submit(run_one, job))
         for future in as_completed(futures):
-            outcome = future.result()
-            with lock:
-                if out_path is not None:
-                    with open(out_path, "a", encoding="utf-8") as handle:
-                        handle.write(json.dumps(outcome.to_json()) + "\n")
-                outcomes.append(outcome)
-            if on_done:
-                on_done(outcome)
+            record(future)
+    except KeyboardInterrupt:
+        with sigint_ignored():
+            running = _stop(runner, pool, futures, ours, record)
+        kept = _in_order([*outcomes, *finished.values()], jobs)
+        raise CheckInterrupted(kept, len(jobs) - len(kept), running) from None
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return _in_order([*outcomes, *finished.values()], jobs)
+
+
+def _stop(
+    runner: HarnessRunner,
+    pool: ThreadPoolExecutor,
+    futures: list[Future[CheckOutcome]],
+    ours: Children,
+    record: Callable[[Future[CheckOutcome]], None],
+) -> list[Future[CheckOutcome]]:
+    """Cancel the queue, keep what finished before the signal, kill the rest; returns the
+    jobs still running when we gave up waiting (none, normally)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    # Finished before any kill: real verdicts. Anything finishing later may be a casualty.
+    before = [f for f in futures if f.done() and not f.cancelled() and f.exception() is None]
+    running = [f for f in futures if not f.done()]
+    cancel = getattr(getattr(runner, "sandbox", None), "cancel", None)  # containers: not our children
+    if callable(cancel):
+        cancel()
+    ours.kill_until(lambda: all(f.done() for f in running), STOP_TIMEOUT_S)
+    for future in before:
+        record(future)
+    return [f for f in running if not f.done()]
+
+
+def _in_order(outcomes: list[CheckOutcome], jobs: list[CheckJob]) -> list[CheckOutcome]:
     order = {j.key: i for i, j in enumerate(jobs)}
     return sorted(outcomes, key=lambda o: order.get(o.job_key, 0))

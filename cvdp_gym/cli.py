@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import statistics
 import sys
 from collections.abc import Callable
@@ -10,16 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from cvdp_gym.check import CheckInterrupted
     from cvdp_gym.data import Problem
     from cvdp_gym.eval import ChatSettings
     from cvdp_gym.grading import Grader
 
 app = typer.Typer(
-    help="CVDP for RL: run harnesses without Docker, check datasets, diagnose the toolchain.",
+    help="CVDP for RL: run harnesses on the pinned simulation root or in Docker, check datasets, evaluate models.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -27,24 +31,39 @@ toolchain_app = typer.Typer(help="Install and inspect the local simulation toolc
 app.add_typer(toolchain_app, name="toolchain")
 console = Console(width=None if sys.stdout.isatty() else 160)
 
+SandboxOpt = Annotated[str, typer.Option(help="Where harnesses run: bubblewrap (no daemon) or docker.")]
+ToolchainOpt = Annotated[
+    str | None,
+    typer.Option(help="root (the pinned Icarus 13 root, default) or host (the machine's own simulators; a fallback)."),
+]
+
 DatasetArg = Annotated[
     str,
     typer.Argument(help="'bundled', a CVDP .jsonl file (or a folder of them), or 'hf[:PATTERN]' for the Hugging Face dataset."),
 ]
 
 
-@app.command()
-def doctor() -> None:
-    """Print each tool and its version; for anything missing, the command that installs it."""
-    from cvdp_gym.toolchain import doctor_rows
+def _toolchain_fail(exc: Exception) -> typer.Exit:
+    console.print(f"[red]error:[/] {exc}")
+    return typer.Exit(2)
 
-    table = Table(title="cvdp-gym toolchain")
+
+@app.command()
+def doctor(toolchain: ToolchainOpt = None) -> None:
+    """Print each tool and its version; for anything missing, the command that installs it."""
+    from cvdp_gym.toolchain import detect, doctor_rows
+
+    try:
+        tc = detect(toolchain)
+    except ValueError as exc:
+        raise _toolchain_fail(exc) from None
+    table = Table(title=f"cvdp-gym toolchain ({tc.kind})")
     table.add_column("component")
     table.add_column("status")
     table.add_column("version / location")
     table.add_column("fix")
     all_ok = True
-    for name, ok, version, fix in doctor_rows():
+    for name, ok, version, fix in doctor_rows(tc):
         all_ok &= ok
         table.add_row(name, "[green]ok[/]" if ok else "[red]missing[/]", version, fix)
     console.print(table)
@@ -55,24 +74,65 @@ def doctor() -> None:
 
 @toolchain_app.command("install")
 def toolchain_install(
-    generation: Annotated[list[str] | None, typer.Option(help="cocotb2 and/or cocotb1 (default: both).")] = None,
+    toolchain: Annotated[str, typer.Option(help="root: build the pinned simulation root (Icarus 13); host: venvs for the host's simulators.")] = "root",
+    generation: Annotated[list[str] | None, typer.Option(help="host only: cocotb2 and/or cocotb1 (default: both).")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if installed.")] = False,
 ) -> None:
-    """Create the pinned simulation environments (cocotb 2.0.1 like the official image, and cocotb 1.9)."""
-    from cvdp_gym.toolchain import GENERATIONS, install_env
+    """Build the simulation toolchain: the pinned root (default) or the host fallback's environments."""
+    from cvdp_gym.toolchain import GENERATIONS, RootBuildError, install
 
-    for gen in generation or list(GENERATIONS):
-        with console.status(f"installing {gen} environment"):
-            env = install_env(gen, force=force)
-        console.print(f"{gen}: cocotb {env.package_version('cocotb')} at {env.prefix}")
+    try:
+        with console.status(f"installing the {toolchain} toolchain"):
+            tc = install(toolchain, generations=tuple(generation or GENERATIONS), force=force, log=console.print)
+    except (RootBuildError, ValueError) as exc:
+        raise _toolchain_fail(exc) from None
+    for key, value in tc.versions().items():
+        console.print(f"{key}: {value}")
 
 
 @toolchain_app.command("path")
-def toolchain_path() -> None:
-    """Print where the simulation environments live."""
-    from cvdp_gym.toolchain import toolchain_dir
+def toolchain_path(toolchain: ToolchainOpt = None) -> None:
+    """Print where the simulation root (or the host environments) live."""
+    from cvdp_gym.toolchain import detect, toolchain_dir
 
-    print(toolchain_dir())
+    tc = detect(toolchain)
+    print(tc.root if tc.root is not None else toolchain_dir())
+
+
+@toolchain_app.command("docker-image")
+def toolchain_docker_image() -> None:
+    """Import the simulation root as the Docker backend's stand-in image (idempotent); print its tag."""
+    from cvdp_gym.sandbox.bwrap import SandboxUnavailable
+    from cvdp_gym.sandbox.docker import DockerSandbox
+    from cvdp_gym.toolchain import detect
+
+    tc = detect("root")
+    if tc.root is None or tc.lock is None:
+        raise _toolchain_fail(RuntimeError("the simulation root is not built; run: cvdp-gym toolchain install"))
+    try:
+        with console.status("importing the simulation root into Docker"):
+            tag = DockerSandbox(tc).ensure_standin()
+    except SandboxUnavailable as exc:
+        raise _toolchain_fail(exc) from None
+    print(tag)
+
+
+def _runner(sandbox: str, toolchain: str | None, timeout: float):
+    """A harness runner for the CLI, or a one-line error and exit 2."""
+    from cvdp_gym.harness.runner import HarnessRunner, RunOptions
+    from cvdp_gym.sandbox import make_sandbox
+    from cvdp_gym.sandbox.bwrap import Limits, SandboxUnavailable
+
+    try:
+        return HarnessRunner(make_sandbox(sandbox, toolchain=toolchain), RunOptions(limits=Limits(wall_s=timeout)))
+    except (SandboxUnavailable, ValueError) as exc:
+        raise _toolchain_fail(exc) from None
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` as one line (no wrapping, no markup from file names); exit 2."""
+    console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+    return typer.Exit(code)
 
 
 def _load(dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool):
@@ -82,12 +142,41 @@ def _load(dataset: str, ids: list[str] | None, categories: list[str] | None, dif
     try:
         return load_dataset(dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient)
     except (DatasetError, HubUnavailable) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise _fail(str(exc)) from None
+
+
+def _resume_command(ctx: typer.Context) -> str:
+    """The command that continues this run: every option given (or not at its default), then --resume.
+
+    Built from the parsed parameters rather than ``sys.argv``, so it is the same however
+    the command was started (console script, ``python -m``, a test runner). Parameters
+    are read by duck typing: typer ships its own copy of click's classes.
+    """
+    words = ["cvdp-gym", ctx.info_name or "check"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        kind = getattr(param, "param_type_name", "")
+        if kind == "argument":
+            words.append(str(value))
+            continue
+        if kind != "option" or param.name == "resume" or value is None:
+            continue
+        if value == param.default and param.name != "out":
+            continue
+        flag = max(param.opts, key=len)
+        if getattr(param, "is_flag", False):
+            words.append(flag if value else max(param.secondary_opts, key=len))
+        elif param.multiple:
+            for item in value:
+                words += [flag, str(item)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join([*words, "--resume"])
 
 
 @app.command()
 def check(
+    ctx: typer.Context,
     dataset: DatasetArg = "bundled",
     candidates: Annotated[Path | None, typer.Option(help="JSONL of extra candidates: {id, name, files, expected}.")] = None,
     with_bundled_candidates: Annotated[bool, typer.Option("--bundled-candidates/--no-bundled-candidates", help="For the bundled set, also run its known-wrong candidates.")] = True,
@@ -99,27 +188,28 @@ def check(
     resume: Annotated[bool, typer.Option(help="Skip jobs already in --out.")] = False,
     timeout: Annotated[float, typer.Option(help="Wall-time limit per service, seconds.")] = 300.0,
     lenient: Annotated[bool, typer.Option(help="Skip malformed dataset lines with a warning.")] = False,
+    sandbox: SandboxOpt = "bubblewrap",
+    toolchain: ToolchainOpt = None,
 ) -> None:
     """Run every problem's reference solution (and candidates) and report the verdicts."""
-    from cvdp_gym.check import build_jobs, load_candidates, run_jobs
+    from cvdp_gym.check import CheckInterrupted, build_jobs, load_candidates, run_jobs
+    from cvdp_gym.data import DatasetError
     from cvdp_gym.data.bundle import bundled_candidates
-    from cvdp_gym.harness.runner import HarnessRunner, RunOptions
-    from cvdp_gym.sandbox.bwrap import Limits, SandboxUnavailable
+    from cvdp_gym.jsonl import JsonlError
 
     data = _load(dataset, ids, category, difficulty, lenient)
     extra: list = []
     if dataset == "bundled" and with_bundled_candidates:
         extra.extend(bundled_candidates())
     if candidates is not None:
-        extra.extend(load_candidates(candidates))
+        try:
+            extra.extend(load_candidates(candidates))
+        except DatasetError as exc:
+            raise _fail(str(exc)) from None
     job_list = build_jobs(data, extra)
     for skipped in data.skipped:
         console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")
-    try:
-        runner = HarnessRunner(options=RunOptions(limits=Limits(wall_s=timeout)))
-    except SandboxUnavailable as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    runner = _runner(sandbox, toolchain, timeout)
 
     progress = Progress(
         TextColumn("[bold]check"),
@@ -130,16 +220,21 @@ def check(
         console=console,
         transient=not sys.stdout.isatty(),
     )
-    with progress:
-        task = progress.add_task("check", total=len(job_list), last="")
-        outcomes = run_jobs(
-            job_list,
-            runner,
-            jobs_parallel=jobs,
-            out_path=out,
-            resume=resume,
-            on_done=lambda o: progress.update(task, advance=1, last=f"{o.problem_id}/{o.name}: {o.result.verdict}"),
-        )
+    try:
+        with progress:
+            task = progress.add_task("check", total=len(job_list), last="")
+            outcomes = run_jobs(
+                job_list,
+                runner,
+                jobs_parallel=jobs,
+                out_path=out,
+                resume=resume,
+                on_done=lambda o: progress.update(task, advance=1, last=escape(f"{o.problem_id}/{o.name}: {o.result.verdict}")),
+            )
+    except CheckInterrupted as stop:
+        _check_interrupted(stop, out, _resume_command(ctx))
+    except JsonlError as exc:  # --resume with a results file we cannot read
+        raise _fail(str(exc)) from None
 
     table = Table(title=f"cvdp-gym check: {data.source} ({len(outcomes)} runs)")
     for column in ("problem", "candidate", "verdict", "expected", "tests", "time (s)", "reason"):
@@ -165,6 +260,29 @@ def check(
         raise typer.Exit(1)
 
 
+#: After Ctrl-C, how long a run whose sandbox is killed may take to clean up before we exit anyway.
+CLEANUP_GRACE_S = 5.0
+
+
+def _check_interrupted(stop: CheckInterrupted, out: Path, command: str) -> None:
+    """Say what was kept and how to go on, then exit 130 (the shell's code for Ctrl-C)."""
+    console.print(
+        f"[yellow]interrupted:[/] {len(stop.finished)} run(s) finished and are in {escape(str(out))}; "
+        f"{stop.unfinished} cancelled or killed",
+        soft_wrap=True,
+    )
+    console.print(f"resume with: {escape(command)}", soft_wrap=True, highlight=False)
+    # Normally every run has stopped by now. One still cleaning up (its sandbox is already
+    # killed) would hold the exit, as the pool joins its threads: give it a few seconds to
+    # remove its run folder and cgroups, then leave without it.
+    if stop.stuck and stop.settle(CLEANUP_GRACE_S):
+        console.print(f"[yellow]note:[/] {stop.stuck} run(s) still cleaning up; exiting without them")
+        console.file.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    raise typer.Exit(130)
+
+
 @app.command("export-bundled")
 def export_bundled(out: Annotated[Path, typer.Argument(help="Where to write the JSONL.")]) -> None:
     """Write the bundled problems as a CVDP JSONL file (official record shapes)."""
@@ -174,20 +292,14 @@ def export_bundled(out: Annotated[Path, typer.Argument(help="Where to write the 
 
 
 def _eval_fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/] {message}")
-    return typer.Exit(2)
+    return _fail(message)
 
 
-def _eval_grader(timeout: float, cache: Path | None) -> Grader:
+def _eval_grader(timeout: float, cache: Path | None, sandbox: str, toolchain: str | None) -> Grader:
     """One grader for the whole run (no cache unless asked: a cache would hide re-grading)."""
     from cvdp_gym.grading import Grader
-    from cvdp_gym.harness.runner import HarnessRunner, RunOptions
-    from cvdp_gym.sandbox.bwrap import Limits, SandboxUnavailable
 
-    try:
-        return Grader(HarnessRunner(options=RunOptions(limits=Limits(wall_s=timeout))), cache=cache)
-    except SandboxUnavailable as exc:
-        raise _eval_fail(str(exc)) from None
+    return Grader(_runner(sandbox, toolchain, timeout), cache=cache)
 
 
 def _eval_file_plan(path: Path, problems: list[Problem]) -> tuple[list[tuple[str, int]], Callable, list[str]]:
@@ -307,6 +419,8 @@ def eval_command(
     resume: Annotated[bool, typer.Option(help="Keep finished samples in --out; grade (or fetch) only the rest.")] = False,
     timeout: Annotated[float, typer.Option(help="Wall-time limit per harness service, seconds.")] = 300.0,
     lenient: Annotated[bool, typer.Option(help="Skip malformed dataset lines with a warning.")] = False,
+    sandbox: SandboxOpt = "bubblewrap",
+    toolchain: ToolchainOpt = None,
 ) -> None:
     """Score answers (a responses file, or a model behind an OpenAI-compatible endpoint) and report pass@k."""
     import time
@@ -338,7 +452,7 @@ def eval_command(
         meta.update(source=f"{model} at {base_url}", samples_per_problem=samples, temperature=temperature, max_tokens=max_tokens)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
-    grader = _eval_grader(timeout, cache)
+    grader = _eval_grader(timeout, cache, sandbox, toolchain)
     _eval_mark_run(out, meta, resume)
     began = time.monotonic()
     rows, results_path = _eval_run(

@@ -40,6 +40,8 @@ WarmupOpt = Annotated[int | None, typer.Option(help="Steps of linear learning-ra
 RunDirOpt = Annotated[str | None, typer.Option(help="Run directory (config.json, metrics.jsonl, checkpoints.jsonl, rollouts/).")]
 ResumeOpt = Annotated[bool, typer.Option(help="Continue from the run directory's last checkpoint.")]
 SeedOpt = Annotated[int | None, typer.Option(help="Seed for problem order and sampling.")]
+SandboxOpt = Annotated[str | None, typer.Option("--sandbox", help="Where answers are graded: bubblewrap (default) or docker.")]
+ToolchainOpt = Annotated[str | None, typer.Option("--toolchain", help="root (the pinned Icarus 13 root, default) or host.")]
 
 
 def _config(config_file: Path | None, mode: str, **overrides: Any) -> TrainConfig:
@@ -80,12 +82,14 @@ def rl(
     lr: LrOpt = None, lora_rank: RankOpt = None, max_tokens: MaxTokensOpt = None, temperature: TempOpt = None,
     loss_fn: LossOpt = None, max_steps_off_policy: OffPolicyOpt = None, lr_warmup_steps: WarmupOpt = None,
     run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
+    sandbox: SandboxOpt = None, toolchain: ToolchainOpt = None,
 ) -> None:
     """Reinforcement learning on the environment's reward (no teacher)."""
     _train("rl", config, resume, backend=backend, student=student, env=env, dataset=dataset, steps=steps,
            group_size=group_size, groups_per_step=groups_per_step, learning_rate=lr, lora_rank=lora_rank,
            max_tokens=max_tokens, temperature=temperature, loss_fn=loss_fn, max_steps_off_policy=max_steps_off_policy,
-           lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed)
+           lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed, grade_sandbox=sandbox,
+           grade_toolchain=toolchain)
 
 
 @app.command()
@@ -96,13 +100,15 @@ def distill(
     temperature: TempOpt = None, kl_penalty_coef: KlOpt = None, kl_discount_factor: KlDiscountOpt = None,
     loss_fn: LossOpt = None, max_steps_off_policy: OffPolicyOpt = None, lr_warmup_steps: WarmupOpt = None,
     run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
+    sandbox: SandboxOpt = None, toolchain: ToolchainOpt = None,
 ) -> None:
     """On-policy distillation: the environment's reward plus the teacher's per-token reverse KL."""
     _train("distill", config, resume, backend=backend, student=student, teacher=teacher, env=env, dataset=dataset,
            steps=steps, group_size=group_size, groups_per_step=groups_per_step, learning_rate=lr, lora_rank=lora_rank,
            max_tokens=max_tokens, temperature=temperature, kl_penalty_coef=kl_penalty_coef,
            kl_discount_factor=kl_discount_factor, loss_fn=loss_fn, max_steps_off_policy=max_steps_off_policy,
-           lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed)
+           lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed, grade_sandbox=sandbox,
+           grade_toolchain=toolchain)
 
 
 @app.command()

@@ -55,6 +55,8 @@ class TrainConfig:
     teacher_workers: int = 4  # teacher scoring requests in flight while grading runs
     grade_timeout_s: float = 300.0  # per harness service; a sampled infinite loop costs at most this
     grade_cache: bool = True  # reuse verdicts of identical answers (SQLite, by content hash)
+    grade_sandbox: str = "bubblewrap"  # or "docker": harnesses in containers of their image
+    grade_toolchain: str = "root"  # the pinned Icarus 13 root; "host": the machine's own simulators
     save_every: int = 5
     # USD per million tokens, for a per-step cost estimate in metrics.jsonl: any of
     # "train", "prefill", "sample", "teacher_prefill" (the service bills hourly, not per step).
@@ -106,6 +108,10 @@ class TrainConfig:
             raise ValueError(f"unknown price keys {unknown_prices}; use {list(PRICE_KEYS)}")
         if self.lr_schedule not in ("constant", "linear"):
             raise ValueError(f"lr_schedule must be constant or linear, not {self.lr_schedule!r}")
+        if self.grade_sandbox not in ("bubblewrap", "docker"):
+            raise ValueError(f"grade_sandbox must be bubblewrap or docker, not {self.grade_sandbox!r}")
+        if self.grade_toolchain not in ("root", "host"):
+            raise ValueError(f"grade_toolchain must be root or host, not {self.grade_toolchain!r}")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ValueError("group_size and groups_per_step must be >= 1, steps >= 0")
 

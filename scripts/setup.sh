@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Idempotent setup on a fresh Debian/Ubuntu machine: system packages (bubblewrap, Icarus
-# Verilog, Yosys), the project's virtual environment (.venv), and the pinned simulation
-# environments the harnesses run in. Safe to run again: it only installs what is missing.
+# Idempotent setup on a fresh Debian/Ubuntu machine: system packages (bubblewrap, mmdebstrap,
+# and the host fallback's Icarus Verilog and Yosys), the project's virtual environment
+# (.venv), the pinned simulation root (Debian forky: Icarus 13, Verilator, Yosys, cocotb
+# 2.0.1 and 1.9.2 environments), the host fallback's environments, and, when a Docker engine
+# can run here, the Docker backend's stand-in image. Safe to run again: it only builds what
+# is missing, and an interrupted root build resumes.
 #   EXTRAS=dev bash scripts/setup.sh     # choose the pip extras (default: dev,train)
+#   NO_DOCKER=1 bash scripts/setup.sh    # skip the Docker engine and image
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(bubblewrap iverilog yosys util-linux perl make g++)
+APT_PACKAGES=(bubblewrap mmdebstrap iverilog yosys util-linux perl make g++)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -29,10 +33,19 @@ want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[setup] installing the project into .venv (extras: $EXTRAS)"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
-  .venv/bin/python -c "import cvdp_gym" 
+  .venv/bin/python -c "import cvdp_gym"
   echo "$want" > "$stamp"
 fi
 
-echo "[setup] simulation environments"
+echo "[setup] simulation root (pinned Icarus 13 toolchain) and host fallback environments"
 .venv/bin/cvdp-gym toolchain install
+.venv/bin/cvdp-gym toolchain install --toolchain host
+
+if [ -z "${NO_DOCKER:-}" ]; then
+  if bash scripts/dockerd.sh; then
+    echo "[setup] Docker stand-in image: $(.venv/bin/cvdp-gym toolchain docker-image)"
+  else
+    echo "[setup] no Docker engine: the docker backend's tests will be skipped"
+  fi
+fi
 .venv/bin/cvdp-gym doctor

@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
 # Set up (idempotent) and run the whole test suite, slow end-to-end tests included.
+# A Docker engine that setup had to start for the tests is stopped afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PIDFILE=${DOCKERD_PIDFILE:-/var/run/cvdp-gym-dockerd.pid}
+engine_before=0
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then engine_before=1; fi
+stop_engine() {
+  if [ "$engine_before" = 0 ] && [ -f "$PIDFILE" ]; then
+    pid=$(cat "$PIDFILE")
+    echo "[test] stopping the Docker engine setup started (pid $pid)"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  fi
+}
+trap stop_engine EXIT
 bash scripts/setup.sh
 .venv/bin/ruff check cvdp_gym tests scripts
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -17,13 +17,28 @@ def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_doctor_lists_every_component():
-    out = run_cli("doctor")
-    for name in ("bwrap", "iverilog", "python env cocotb2", "verilator (cocotb2)"):
+@pytest.mark.parametrize("kind", ["root", "host"])
+def test_doctor_lists_every_component(kind):
+    out = run_cli("doctor", "--toolchain", kind)
+    for name in ("toolchain", "bwrap", "iverilog", "verilator", "yosys", "python env cocotb2", "python env cocotb1"):
         assert name in out.stdout
+    assert f"cvdp-gym toolchain ({kind})" in out.stdout
     assert out.returncode in (0, 1)
     if out.returncode == 1:
         assert "cvdp-gym toolchain install" in out.stdout or "apt-get install" in out.stdout
+
+
+@pytest.mark.sandbox
+def test_doctor_shows_icarus_13_and_the_lock_of_the_root(toolchain):
+    out = run_cli("doctor")
+    assert out.returncode == 0, out.stdout
+    assert "Icarus Verilog version 13.0 (stable) (v13_0)" in out.stdout
+    assert "lock.json" in out.stdout and str(toolchain.root) in out.stdout.replace("\n", "")
+
+
+def test_unknown_toolchain_is_one_clear_error():
+    out = run_cli("doctor", "--toolchain", "nope")
+    assert out.returncode == 2 and "unknown toolchain 'nope'" in out.stdout
 
 
 @pytest.mark.sandbox

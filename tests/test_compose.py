@@ -65,6 +65,26 @@ def test_cocotb_generation_detection():
     assert parse_services(old)[0].generation == "cocotb1"
 
 
+@pytest.mark.parametrize(
+    "image, generation",
+    [
+        ("__OSS_SIM_IMAGE__", "cocotb2"),
+        ("__OSS_PNR_IMAGE__", "cocotb2"),
+        ("nvidia/cvdp-sim", "cocotb2"),
+        ("nvidia/cvdp-sim:v1.0.0", "cocotb2"),
+        ("docker.io/nvidia/cvdp-sim:v1.0.0", "cocotb2"),
+        ("hdlc/sim:osvb", "cocotb1"),
+        ("ghcr.io/hdl/sim/osvb", "cocotb1"),
+        ("ghcr.io/hdl/sim/osvb:latest", "cocotb1"),
+        ("gcr.io/hdl-containers/sim/osvb", "cocotb1"),
+    ],
+)
+def test_every_name_of_the_simulator_images_is_mapped(image, generation):
+    compose = {"docker-compose.yml": f"services:\n  s:\n    image: {image}\n    command: pytest /src/t.py\n"}
+    service = parse_services(compose)[0]
+    assert service.unsupported is None and service.generation == generation
+
+
 def test_unreproducible_images_are_unsupported_with_a_reason():
     commercial = {"docker-compose.yml": "services:\n  x:\n    image: __VERIF_EDA_IMAGE__\n    command: run\n"}
     assert "commercial" in parse_services(commercial)[0].unsupported

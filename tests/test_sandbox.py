@@ -76,6 +76,25 @@ def test_host_secrets_are_not_visible(sandbox, toolchain, tmp_path):
     assert "True" not in result.output, result.output
 
 
+def test_the_graders_environment_is_not_readable_inside(sandbox, toolchain, tmp_path, monkeypatch):
+    """bwrap is PID 1 inside: its /proc/1/environ must not carry the caller's secrets."""
+    canary = f"cvdp-canary-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    monkeypatch.setenv("CVDP_TEST_SECRET", canary)
+    code = (
+        "import os, glob\n"
+        "for path in glob.glob('/proc/*/environ') + glob.glob('/proc/*/task/*/environ'):\n"
+        "    try:\n"
+        "        print(path, open(path, 'rb').read().replace(b'\\0', b' ').decode())\n"
+        "    except OSError as exc:\n"
+        "        print(path, 'unreadable', exc)\n"
+        "print('ENV', dict(os.environ))\n"
+    )
+    result = _py(sandbox, toolchain, code, tmp_path)
+    assert "/proc/1/environ" in result.output and "ENV" in result.output, result.output
+    assert canary not in result.output, result.output
+
+
 def test_timeout_kills_everything(sandbox, toolchain, tmp_path, processes_with):
     marker = f"cvdp-sleep-{uuid.uuid4().hex}"
     code = (

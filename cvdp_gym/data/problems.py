@@ -9,7 +9,6 @@ reference solution where the record carries one.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.patch import PatchError, apply_patch
+from cvdp_gym.jsonl import JsonlError, OneLineError, iter_json, one_line
 
 #: Categories whose harnesses need Cadence Xcelium (testbench and assertion generation).
 COMMERCIAL_CATEGORIES = frozenset({"cid012", "cid013", "cid014"})
@@ -27,8 +27,8 @@ COMPREHENSION_CATEGORIES = frozenset({"cid006", "cid008", "cid009", "cid010"})
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
-class DatasetError(ValueError):
-    """A dataset that cannot be read; the message names the file and line."""
+class DatasetError(OneLineError):
+    """A dataset that cannot be read; the message (one line) names the file and line."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,10 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
     for key, text in value.items():
         if not isinstance(key, str):
             raise ValueError(f"{what} has a non-string path {key!r}")
-        out[key] = "" if text is None else str(text)
+        if text is not None and not isinstance(text, str):
+            # A file's content is text; str() of a number or object would be a made-up file.
+            raise ValueError(f"{what}[{key!r}] must be text, got {type(text).__name__}")
+        out[key] = "" if text is None else text
     return out
 
 
@@ -209,25 +212,20 @@ class Dataset:
         return [p.id for p in self.problems]
 
 
-def iter_records(path: Path, lenient: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_records(path: Path, lenient: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, record)`` for each non-blank JSONL line.
 
-    A malformed line raises ``DatasetError`` naming the file and line; with ``lenient`` it
-    is skipped with a warning instead.
+    A malformed line (bad JSON, not UTF-8, binary) raises ``DatasetError`` naming the file
+    and line; with ``lenient`` it is skipped with a warning instead.
     """
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                message = f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})"
-                if lenient:
-                    warnings.warn(message, stacklevel=2)
-                    continue
-                raise DatasetError(message) from None
-            yield number, record
+
+    def skip(exc: JsonlError) -> None:
+        warnings.warn(str(exc), stacklevel=4)
+
+    try:
+        yield from iter_json(path, on_error=skip if lenient else None)
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def load_records(
@@ -252,7 +250,7 @@ def load_records(
         try:
             problem = problem_from_record(record, source=location)
         except ValueError as exc:
-            message = f"{location}: {exc}"
+            message = one_line(f"{location}: {exc}")
             if lenient:
                 warnings.warn(message, stacklevel=2)
                 rid = record.get("id") if isinstance(record, dict) else None
@@ -286,14 +284,17 @@ def _normalise_category(value: str | int) -> str:
 def load_jsonl(path: str | Path, *, lenient: bool = False, **filters: Any) -> Dataset:
     """Load a CVDP JSONL file (either shape; a directory loads every ``*.jsonl`` in it)."""
     path = Path(path)
-    if path.is_dir():
-        files = sorted(path.glob("*.jsonl"))
-        if not files:
-            raise DatasetError(f"{path}: no .jsonl files in this directory")
-    elif path.exists():
-        files = [path]
-    else:
-        raise DatasetError(f"{path}: no such file")
+    try:
+        if path.is_dir():
+            files = sorted(path.glob("*.jsonl"))
+            if not files:
+                raise DatasetError(f"{path}: no .jsonl files in this directory")
+        elif path.exists():
+            files = [path]
+        else:
+            raise DatasetError(f"{path}: no such file")
+    except OSError as exc:  # a name too long, a folder we may not list
+        raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
     pairs = (
         (f"{file}:{number}", record)
         for file in files

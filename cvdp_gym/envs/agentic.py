@@ -303,7 +303,9 @@ class AgenticEnv(CVDPEnvBase):
         if self._sandbox is None:
             runner = getattr(self.grader, "runner", None)
             sandbox = getattr(runner, "sandbox", None)
-            self._sandbox = sandbox if isinstance(sandbox, BubblewrapSandbox) else BubblewrapSandbox()
+            if not isinstance(sandbox, BubblewrapSandbox):  # agents' commands always run in bubblewrap
+                sandbox = BubblewrapSandbox(getattr(runner, "toolchain", None))
+            self._sandbox = sandbox
         return self._sandbox
 
     def _close_workspace(self) -> None:

@@ -13,7 +13,7 @@ from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.grading import GradeCache, Grader, GradeResult, make_reward
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions
-from cvdp_gym.sandbox import BubblewrapSandbox, Limits
+from cvdp_gym.sandbox import BubblewrapSandbox, Limits, make_sandbox
 
 #: Longest prompt an observation may hold (context files included), in characters.
 MAX_OBSERVATION_CHARS = 2_000_000
@@ -24,17 +24,18 @@ MAX_ACTION_CHARS = 1_000_000
 def make_grader(
     sandbox: str | BubblewrapSandbox = "bubblewrap",
     *,
+    toolchain: str | None = None,
     timeout_s: float = 300.0,
     cache: bool | str | Path | GradeCache | None = True,
     lint: bool = True,
     interface: bool = True,
 ) -> Grader:
-    """A grader from environment options (``cache=True``: the default cache file)."""
-    if isinstance(sandbox, str):
-        if sandbox != "bubblewrap":
-            raise ValueError(f"unknown sandbox {sandbox!r}; available: 'bubblewrap'")
-        sandbox = BubblewrapSandbox()
-    runner = HarnessRunner(sandbox, RunOptions(limits=Limits(wall_s=timeout_s)))
+    """A grader from environment options (``cache=True``: the default cache file).
+
+    ``sandbox``: ``"bubblewrap"`` (default), ``"docker"`` or a sandbox object; ``toolchain``:
+    ``"root"`` (default, the pinned Icarus 13 root) or ``"host"`` (the explicit fallback).
+    """
+    runner = HarnessRunner(make_sandbox(sandbox, toolchain=toolchain), RunOptions(limits=Limits(wall_s=timeout_s)))
     if cache is True:
         cache = GradeCache()
     elif cache is False:
@@ -56,6 +57,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         categories: Iterable[str] | None = None,
         difficulty: Iterable[str] | str | None = None,
         sandbox: str | BubblewrapSandbox = "bubblewrap",
+        toolchain: str | None = None,
         reward: str | RewardFn = "shaped",
         interface_credit: float = 0.0,
         timeout_s: float = 300.0,
@@ -75,7 +77,7 @@ class CVDPEnvBase(gym.Env[str, str]):
             raise ValueError(f"no {kind} problems in {dataset or 'the bundled set'} with these filters")
         self._by_id = {p.id: p for p in self.problems}
         self.grader = grader or make_grader(
-            sandbox, timeout_s=timeout_s, cache=cache, lint=lint, interface=interface_check
+            sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache, lint=lint, interface=interface_check
         )
         self.reward_fn = make_reward(reward, interface_credit=interface_credit)
         self.render_mode = render_mode

@@ -20,7 +20,8 @@ class SingleShotEnv(CVDPEnvBase):
 
     Arguments: ``dataset`` ('bundled' by default, a JSONL path, 'hf[:pattern]' or a
     ``Dataset``), ``ids``/``categories``/``difficulty`` filters, ``sandbox``
-    ('bubblewrap'), ``reward`` ('shaped' | 'partial' | 'binary' | callable),
+    ('bubblewrap' or 'docker'), ``toolchain`` ('root': the pinned Icarus 13 root, the
+    default; 'host': the machine's own simulators, an explicit fallback), ``reward`` ('shaped' | 'partial' | 'binary' | callable),
     ``interface_credit``, ``timeout_s`` per harness service, ``cache`` (True: the default
     SQLite file; a path; False), ``lint`` and ``interface_check`` stages.
 
@@ -34,7 +35,7 @@ class SingleShotEnv(CVDPEnvBase):
         - ``passed``: every harness test passed.
         - ``failure_class``: None, ``format_error``, ``build_error``, ``interface_error``,
           ``test_failure``, ``timeout``, ``resource_limit``, ``harness_error``,
-          ``toolchain_gap`` or ``unsupported``.
+          ``toolchain_gap`` (host toolchain only) or ``unsupported``.
         - ``reason``: one line saying why.
         - ``stages``: ``{format|syntax|interface|tests: {passed, detail}}``;
           ``passed`` is None for a stage that did not run.

@@ -9,7 +9,6 @@ one bad minute of a server does not sink a long evaluation.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,13 +17,15 @@ from typing import Any
 
 import httpx
 
+from cvdp_gym.jsonl import JsonlError, OneLineError, iter_json
+
 #: HTTP statuses worth retrying: request timeout, rate limit, and any server error.
 RETRY_STATUSES = frozenset({408, 429})
 BODY_CHARS = 300
 
 
-class ResponsesFileError(ValueError):
-    """A responses file that cannot be read; the message names the file and line."""
+class ResponsesFileError(OneLineError):
+    """A responses file that cannot be read; the message (one line) names the file and line."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,8 @@ class Response:
     line: int
 
 
-def _parse_line(line: str, where: str) -> tuple[str, int | None, str]:
-    try:
-        item = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ResponsesFileError(f"{where}: malformed JSON: {exc}") from None
+def _parse_line(item: Any, where: str) -> tuple[str, int | None, str]:
+    """Check one parsed line's shape: ``{"id": str, "response": str, "sample"?: int >= 0}``."""
     if not isinstance(item, dict):
         raise ResponsesFileError(f"{where}: expected a JSON object, got {type(item).__name__}")
     pid, text, sample = item.get("id"), item.get("response"), item.get("sample")
@@ -60,13 +58,11 @@ def read_responses(path: str | Path) -> list[Response]:
     seen: dict[tuple[str, int], int] = {}
     per_id: dict[str, int] = {}
     try:
-        content = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResponsesFileError(f"{path}: cannot read: {exc}") from None
-    for number, line in enumerate(content.split("\n"), start=1):
-        if not line.strip():
-            continue
-        pid, sample, text = _parse_line(line, f"{path}:{number}")
+        lines = list(iter_json(path))
+    except JsonlError as exc:  # missing, binary, not UTF-8, malformed JSON: file and line
+        raise ResponsesFileError(str(exc)) from None
+    for number, item in lines:
+        pid, sample, text = _parse_line(item, f"{path}:{number}")
         if sample is None:
             sample = per_id.get(pid, 0)
         per_id[pid] = per_id.get(pid, 0) + 1

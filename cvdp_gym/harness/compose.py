@@ -24,6 +24,15 @@ SIM_IMAGES = {
     "nvidia/cvdp-sim": "cocotb2",
     "hdlc/sim": "cocotb1",
 }
+#: The hdl/containers simulator image under its registry paths; all are ``hdlc/sim``.
+_IMAGE_ALIASES = {
+    "ghcr.io/hdl/sim/osvb": "hdlc/sim:osvb",
+    "ghcr.io/hdl/sim": "hdlc/sim",
+    "gcr.io/hdl-containers/sim/osvb": "hdlc/sim:osvb",
+    "gcr.io/hdl-containers/sim": "hdlc/sim",
+    "docker.io/hdlc/sim": "hdlc/sim",
+    "docker.io/nvidia/cvdp-sim": "nvidia/cvdp-sim",
+}
 COMMERCIAL_IMAGES = ("__VERIF_EDA_IMAGE__",)
 _COCOTB1_MARKERS = (
     re.compile(r"^\s*from\s+cocotb\.runner\s+import", re.M),
@@ -94,9 +103,21 @@ def detect_generation(harness: dict[str, str]) -> str | None:
     return None
 
 
-def _image_generation(image: str) -> str | None:
+def canonical_image(image: str) -> str:
+    """One name per simulator image: registry aliases mapped to ``hdlc/sim[:tag]``."""
+    name = image.strip()
+    for alias, canonical in _IMAGE_ALIASES.items():
+        if name == alias or name.startswith(alias + ":") or name.startswith(alias + "@"):
+            base, _, tag = canonical.partition(":")
+            return base + (name[len(alias) :] or (f":{tag}" if tag else ""))
+    return name
+
+
+def image_generation(image: str) -> str | None:
+    """The cocotb generation of a simulator image the local toolchain stands in for."""
+    name = canonical_image(image)
     for prefix, generation in SIM_IMAGES.items():
-        if image == prefix or image.startswith(prefix + ":") or image.startswith(prefix):
+        if name == prefix or name.startswith((prefix + ":", prefix + "@")):
             return generation
     return None
 
@@ -251,11 +272,11 @@ def parse_services(
             if marker in service.image:
                 service.unsupported = f"needs a commercial EDA image ({marker})"
         if service.unsupported is None:
-            image_generation = _image_generation(service.image)
-            if image_generation is None:
+            mapped = image_generation(service.image)
+            if mapped is None:
                 service.unsupported = f"image {service.image or '(none)'!r} is not mapped to the local toolchain"
             else:
-                service.generation = preferred or image_generation
+                service.generation = preferred or mapped
         entrypoint = _as_argv(spec.get("entrypoint"), f"service {name!r} entrypoint")
         command = _as_argv(spec.get("command"), f"service {name!r} command")
         service.command = entrypoint + command

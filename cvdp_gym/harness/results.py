@@ -4,9 +4,11 @@ Failure classes (``failure_class``):
 
 - ``build_error``: the candidate does not compile or elaborate (syntax error, unknown
   module, bad port connection) with the harness's simulator.
-- ``toolchain_gap``: Icarus 11 rejected code that a full SystemVerilog parser accepts, or
-  printed ``sorry: ... not supported``; the official image (Icarus 13) may accept it, so
-  it is not the candidate's fault and a trainer can leave it out.
+- ``toolchain_gap``: only with the host fallback toolchain: its Icarus 11 rejected code that
+  a full SystemVerilog parser accepts, or printed ``sorry: ... not supported``; the official
+  image (Icarus 13) may accept it, so it is not the candidate's fault and a trainer can
+  leave it out. Under the pinned root (Icarus 13, as the official image) a rejection is a
+  ``build_error``.
 - ``test_failure``: it built, and the harness's tests failed.
 - ``timeout``: the service ran past its wall-time limit and was killed.
 - ``resource_limit``: killed for exceeding memory (or another hard limit).
@@ -18,7 +20,10 @@ Failure classes (``failure_class``):
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 BUILD_ERROR = "build_error"
@@ -31,16 +36,25 @@ UNSUPPORTED = "unsupported"
 PASSED = "passed"
 FAILURE_CLASSES = (BUILD_ERROR, TOOLCHAIN_GAP, TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT, HARNESS_ERROR, UNSUPPORTED)
 
-_COCOTB_SUMMARY = re.compile(r"TESTS=(\d+)\s+PASS=(\d+)\s+FAIL=(\d+)\s+SKIP=(\d+)")
 _PYTEST_SUMMARY = re.compile(r"^=+ (.+?) in ([\d.]+)s(?: \([^)]*\))? =+\s*$", re.M)
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
 _BUILD_FRAME = re.compile(r"runner\.py:\d+: in build\b")
+#: cocotb 1.x's runner ends a failed compile with this (from inside the test, not ``build``).
+_BUILD_EXIT = re.compile(r"SystemExit: Process '(iverilog|verilator|verilator_bin|make|g\+\+)' terminated with error \d+")
+#: Names cocotb gives its results file: ``results.xml``; under pytest, cocotb 2.x uses
+#: ``<test>.result.xml`` and cocotb 1.9 ``<test>.None``.
+_RESULTS_NAME = re.compile(r"(^results\.xml$|\.result\.xml$|\.None$)")
+#: cocotb's runner when the simulator exited without writing results.
+_NO_RESULTS = re.compile(r"Results file \S+ not found")
 _COMPILE_ERROR = re.compile(
     r"^\s*(\S+:\d+:\s*(syntax error|error\b)|%Error|error: |.*I give up|.*Unknown module type"
     r"|.*Unable to find the root module|.*No top level modules|.*Elaboration failed)",
     re.I,
 )
-_SORRY = re.compile(r"sorry: .*", re.I)
+#: Icarus's own "not supported" diagnostic, at a source location in the workspace
+#: (``/code/rtl/x.sv:12: sorry: ...``); free text elsewhere, such as an include name the
+#: compiler echoes, does not count.
+_SORRY = re.compile(r"^\s*/code/[^\s:]+:\d+: sorry: .*$", re.M)
 _HARNESS_BROKEN = re.compile(
     r"(ModuleNotFoundError|ImportError while importing|ERROR collecting|INTERNALERROR|"
     r"no tests ran|file or directory not found:|usage: pytest)"
@@ -91,6 +105,7 @@ class HarnessResult:
     reason: str
     services: list[ServiceResult] = field(default_factory=list)
     wall_s: float = 0.0
+    toolchain: dict[str, str] = field(default_factory=dict)  # which toolchain graded it
 
     @property
     def verdict(self) -> str:
@@ -144,6 +159,7 @@ class HarnessResult:
             reason=data.get("reason", ""),
             services=services,
             wall_s=data.get("wall_s", 0.0),
+            toolchain=dict(data.get("toolchain") or {}),
         )
 
     @classmethod
@@ -151,12 +167,32 @@ class HarnessResult:
         return cls(problem_id, False, failure_class, reason)
 
 
-def cocotb_counts(text: str) -> TestCounts:
-    """Sum of every cocotb regression summary (``TESTS=N PASS=P FAIL=F SKIP=S``) in ``text``."""
+def is_results_file(path: Path) -> bool:
+    return bool(_RESULTS_NAME.search(path.name))
+
+
+def results_counts(documents: Iterable[bytes]) -> TestCounts:
+    """Test counts from cocotb's xUnit results files (one document per simulation run).
+
+    A ``<testsuites>`` of ``<testcase>``: a ``<failure>``/``<error>`` child marks a failed
+    test, ``<skipped>`` a skipped one. Documents that are not such XML count nothing.
+    """
     counts = TestCounts()
-    for match in _COCOTB_SUMMARY.finditer(text):
-        total, passed, failed, skipped = (int(g) for g in match.groups())
-        counts = counts + TestCounts(total, passed, failed, skipped)
+    for data in documents:
+        try:
+            root = ET.fromstring(data)
+        except (ET.ParseError, ValueError):
+            continue
+        if root.tag not in ("testsuites", "testsuite"):
+            continue
+        for case in root.iter("testcase"):
+            counts.total += 1
+            if case.find("failure") is not None or case.find("error") is not None:
+                counts.failed += 1
+            elif case.find("skipped") is not None:
+                counts.skipped += 1
+            else:
+                counts.passed += 1
     return counts
 
 
@@ -189,20 +225,29 @@ def sorry_lines(text: str) -> list[str]:
     return [m.group(0).strip() for m in _SORRY.finditer(text)]
 
 
-def classify_failure(output: str, build_logs: str, returncode: int | None) -> tuple[str, str]:
+def classify_failure(
+    output: str,
+    build_logs: str,
+    returncode: int | None,
+    tests: TestCounts,
+    *,
+    gaps: bool = False,
+) -> tuple[str, str]:
     """Failure class and a one-line reason for a service that did not pass.
 
     ``output`` is the console output; ``build_logs`` the compiler/simulator log files the
-    harness wrote (cocotb sends the compiler's output there, not to the console).
+    harness wrote (cocotb sends the compiler's output there, not to the console);
+    ``tests`` the counts from cocotb's results files (not from console text, which the
+    design can print). ``gaps``:
+    the toolchain is the host's older Icarus, whose ``sorry:`` means ``toolchain_gap``.
     """
-    tests = cocotb_counts(output + "\n" + build_logs)
     if tests.failed:
         return TEST_FAILURE, f"{tests.failed} of {tests.total} cocotb tests failed"
-    build_failed = bool(_BUILD_FRAME.search(output))
+    build_failed = bool(_BUILD_FRAME.search(output) or _BUILD_EXIT.search(output))
     errors = compile_errors(build_logs) or compile_errors(output)
     broken = _HARNESS_BROKEN.search(output)
     if build_failed or (errors and tests.total == 0 and not broken):
-        sorry = sorry_lines(build_logs + "\n" + output)
+        sorry = sorry_lines(build_logs + "\n" + output) if gaps else []
         if sorry:
             return TOOLCHAIN_GAP, f"Icarus does not support a construct: {sorry[0]}"
         detail = errors[0] if errors else "the simulator's build step failed"
@@ -210,6 +255,10 @@ def classify_failure(output: str, build_logs: str, returncode: int | None) -> tu
     if broken:
         detail = _first_pytest_error(output) or broken.group(1)
         return HARNESS_ERROR, detail[:300]
+    if _NO_RESULTS.search(output):
+        # The test module loaded (else ``broken`` above): the design ended or crashed the
+        # simulator before cocotb could write its results.
+        return TEST_FAILURE, "the simulation ended abnormally before cocotb wrote its results"
     if returncode in (2, 3, 4, 5):
         return HARNESS_ERROR, f"pytest exited with status {returncode} (interrupted, internal or usage error, or no tests)"
     if tests.total:

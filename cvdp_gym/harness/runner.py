@@ -4,8 +4,9 @@ This is the local equivalent of the official flow (``docker compose run`` of eac
 of the harness's ``docker-compose.yml``): the workspace with the candidate's files at
 ``/code``, the harness's ``src/`` read-only at ``/src``, the service's other relative
 mounts, ``env_file`` variables, its command and working directory, one service after
-another. It runs in a bubblewrap sandbox with the local toolchain in place of the image,
-and everything is written inside one temporary directory that is removed afterwards.
+another. It runs in a sandbox (bubblewrap on the pinned simulation root by default, or the
+Docker backend) in place of the image, and everything is written inside one temporary
+directory that is removed afterwards. Every result records the toolchain that graded it.
 """
 
 from __future__ import annotations
@@ -25,18 +26,19 @@ from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
     RESOURCE_LIMIT,
+    TEST_FAILURE,
     TIMEOUT,
     TOOLCHAIN_GAP,
     UNSUPPORTED,
     HarnessResult,
     ServiceResult,
     classify_failure,
-    cocotb_counts,
     compile_errors,
     pytest_summary,
     sorry_lines,
 )
 from cvdp_gym.harness.svparse import parse_sources
+from cvdp_gym.harness.watch import ResultsWatcher
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox, Limits, Mount, SandboxResult
 
 #: Folders the official runner creates (and mounts under /code) for every problem.
@@ -74,7 +76,7 @@ class RunOptions:
 
     limits: Limits = field(default_factory=Limits)
     keep_dir: Path | None = None  # copy the run folder here before removing it
-    gap_check: bool = True  # on an Icarus build error, ask slang for a second opinion
+    gap_check: bool = True  # host toolchain: on an Icarus build error, ask slang for a second opinion
 
 
 @dataclass
@@ -95,6 +97,7 @@ class HarnessRunner:
         self.sandbox = sandbox or BubblewrapSandbox()
         self.toolchain = self.sandbox.toolchain
         self.options = options or RunOptions()
+        self.versions = {"sandbox": getattr(self.sandbox, "name", type(self.sandbox).__name__), **self.toolchain.versions()}
         self._installed = {
             generation: env.installed_distributions()
             for generation, env in self.toolchain.envs.items()
@@ -114,6 +117,13 @@ class HarnessRunner:
         ``workspace``: an existing workspace folder (an agent's) to start from instead of
         the problem's context files; ``files`` are then written over it.
         """
+        result = self._run(problem, files, workspace, limits)
+        result.toolchain = dict(self.versions)
+        return result
+
+    def _run(
+        self, problem: Problem, files: Mapping[str, str], workspace: Path | None, limits: Limits | None
+    ) -> HarnessResult:
         start = time.monotonic()
         if problem.unsupported:
             return HarnessResult.failure(problem.id, UNSUPPORTED, problem.unsupported)
@@ -171,10 +181,10 @@ class HarnessRunner:
             return ServiceResult(service.name, False, UNSUPPORTED, service.unsupported or "no environment", None, notes=service.notes)
         env = self.toolchain.env(service.generation)
         if not env.installed:
-            reason = (
-                f"simulation environment {service.generation} is not installed; "
-                f"run: cvdp-gym toolchain install --generation {service.generation}"
+            fix = "cvdp-gym toolchain install" + (
+                f" --toolchain host --generation {service.generation}" if self.toolchain.kind == "host" else ""
             )
+            reason = f"simulation environment {service.generation} ({self.toolchain.kind}) is not installed; run: {fix}"
             return ServiceResult(service.name, False, UNSUPPORTED, reason, None, generation=service.generation)
         code = run_dir / "code"
         mounts = [Mount(code, "/code", writable=True), Mount(run_dir / "rundir", "/rundir", writable=True)]
@@ -185,24 +195,28 @@ class HarnessRunner:
             mounts.append(Mount(source, volume.target, writable=not volume.read_only))
         cwd = service.working_dir or ("/rundir" if problem.agentic else "/code/rundir")
         environment = {"HOME": "/code/rundir", **service.environment}
-        outcome = self.sandbox.run(
-            service.command,
-            mounts=mounts,
-            scratch=run_dir / "scratch",
-            cwd=cwd,
-            env=environment,
-            sim_env=env,
-            limits=limits,
-        )
-        return self._service_result(run_dir, service, outcome, env_generation=service.generation)
+        with ResultsWatcher([run_dir / "code" / "rundir", run_dir / "rundir"]) as watcher:
+            outcome = self.sandbox.run(
+                service.command,
+                mounts=mounts,
+                scratch=run_dir / "scratch",
+                cwd=cwd,
+                env=environment,
+                sim_env=env,
+                limits=limits,
+                # The official image carries cocotb 2 only: cocotb 1.x harnesses use the stand-in.
+                image=service.image if service.generation == "cocotb2" else None,
+            )
+        return self._service_result(run_dir, service, outcome, service.generation, watcher)
 
-    def _service_result(self, run_dir: Path, service: Service, outcome: SandboxResult, env_generation: str) -> ServiceResult:
+    def _service_result(
+        self, run_dir: Path, service: Service, outcome: SandboxResult, env_generation: str, watcher: ResultsWatcher
+    ) -> ServiceResult:
         output = outcome.output
         pytest_counts, harness_s = pytest_summary(output)
-        tests = cocotb_counts(output)
         logs = _read_logs(run_dir)
-        if tests.total == 0:
-            tests = cocotb_counts(logs)
+        # Test counts from cocotb's results files, never from console text a design can print.
+        tests = watcher.counts()
         tail = output[-LOG_TAIL_CHARS:]
         result = ServiceResult(
             name=service.name,
@@ -220,6 +234,14 @@ class HarnessRunner:
         )
         if outcome.truncated:
             result.notes.append(f"output truncated: {outcome.output_bytes} bytes, kept head and tail")
+        if watcher.tampered:
+            # Only cocotb writes its results file, once per simulation: another write came
+            # from the design (a $fwrite to it), and pytest's verdict rests on that file.
+            names = ", ".join(sorted(Path(p).name for p in watcher.tampered))
+            result.passed = False
+            result.failure_class = TEST_FAILURE
+            result.reason = f"the design wrote to cocotb's results file ({names}); its tests count as failed"
+            return result
         if result.passed:
             return result
         if outcome.timed_out:
@@ -227,9 +249,12 @@ class HarnessRunner:
         elif outcome.out_of_memory:
             result.failure_class, result.reason = RESOURCE_LIMIT, "killed for exceeding the memory limit"
         else:
-            result.failure_class, result.reason = classify_failure(output, logs, outcome.returncode)
+            result.failure_class, result.reason = classify_failure(
+                output, logs, outcome.returncode, tests, gaps=self.toolchain.reports_gaps
+            )
             if (
                 result.failure_class == BUILD_ERROR
+                and self.toolchain.reports_gaps
                 and self.options.gap_check
                 and service.environment.get("SIM", "icarus").lower() == "icarus"
                 and self._full_parser_accepts(run_dir, service)
@@ -285,7 +310,7 @@ class HarnessRunner:
             ok = outcome.returncode == 0 and not outcome.timed_out
             errors = compile_errors(outcome.output) or ([outcome.output.strip()[-500:]] if not ok else [])
             gap = False
-            if not ok and simulator == "icarus":
+            if not ok and simulator == "icarus" and self.toolchain.reports_gaps:
                 gap = bool(sorry_lines(outcome.output)) or self._full_parser_accepts(run_dir, service)
             return LintResult(ok, gap, errors, simulator, time.monotonic() - start)
         finally:
@@ -309,22 +334,28 @@ class HarnessRunner:
         return parsed.ok and (not top or top in parsed.modules)
 
 
+def _writable_files(run_dir: Path) -> list[Path]:
+    """Regular files (never links) in the folders a harness run could write."""
+    found = []
+    for root in (run_dir / "code" / "rundir", run_dir / "rundir"):
+        if root.exists():
+            found += [p for p in sorted(root.rglob("*")) if not p.is_symlink() and p.is_file()]
+    return found
+
+
 def _read_logs(run_dir: Path) -> str:
     """The tails of the compiler and simulator logs the harness left in its writable folders."""
     chunks: list[str] = []
-    for root in (run_dir / "code" / "rundir", run_dir / "rundir"):
-        if not root.exists():
+    for path in _writable_files(run_dir):
+        if path.suffix != ".log":
             continue
-        for path in sorted(root.rglob("*.log")):
-            if path.is_symlink() or not path.is_file():
-                continue  # a link made inside the sandbox must not make us read host files
-            try:
-                with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                    size = path.stat().st_size
-                    handle.seek(max(0, size - _LOG_READ_BYTES))
-                    chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
-            except OSError:
-                continue
+        try:  # a link made inside the sandbox must not make us read host files
+            with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                handle.seek(max(0, size - _LOG_READ_BYTES))
+                chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
+        except OSError:
+            continue
     return "\n".join(chunks)
 
 

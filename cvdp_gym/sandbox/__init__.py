@@ -1,4 +1,13 @@
-"""Sandboxes that run untrusted commands (harnesses, agents' bash) with hard limits."""
+"""Sandboxes that run untrusted commands (harnesses, agents' bash) with hard limits.
+
+``bubblewrap`` (the default) runs on the pinned simulation root with no daemon; ``docker``
+runs each harness service in a container of the image it names (the official
+``nvidia/cvdp-sim`` when present, else a stand-in imported from the same root).
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 from cvdp_gym.sandbox.bwrap import (
     BubblewrapSandbox,
@@ -7,5 +16,34 @@ from cvdp_gym.sandbox.bwrap import (
     SandboxResult,
     SandboxUnavailable,
 )
+from cvdp_gym.toolchain import detect
 
-__all__ = ["BubblewrapSandbox", "Limits", "Mount", "SandboxResult", "SandboxUnavailable"]
+SANDBOXES = ("bubblewrap", "docker")
+
+__all__ = [
+    "SANDBOXES",
+    "BubblewrapSandbox",
+    "Limits",
+    "Mount",
+    "SandboxResult",
+    "SandboxUnavailable",
+    "make_sandbox",
+]
+
+
+def make_sandbox(sandbox: str | Any = "bubblewrap", *, toolchain: str | None = None) -> Any:
+    """A sandbox by name (``bubblewrap`` or ``docker``) on the named toolchain (``root``/``host``).
+
+    An object that is already a sandbox is returned as it is.
+    """
+    if not isinstance(sandbox, str):
+        return sandbox
+    if sandbox == "bubblewrap":
+        return BubblewrapSandbox(detect(toolchain))
+    if sandbox == "docker":
+        if toolchain == "host":
+            raise ValueError("the docker sandbox runs the simulation root's image; --toolchain host is bubblewrap only")
+        from cvdp_gym.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(detect("root"))
+    raise ValueError(f"unknown sandbox {sandbox!r}; available: {', '.join(SANDBOXES)}")

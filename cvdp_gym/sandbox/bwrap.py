@@ -1,11 +1,16 @@
 """Run a command in a bubblewrap sandbox with hard limits.
 
-The sandbox sees a fresh root: the system's ``/usr`` (and the merged-``/usr`` symlinks),
-a handful of ``/etc`` files the toolchain needs, the simulation environment read-only, and
-exactly the mounts the caller names. It has no network, its own PID namespace (so killing
-it kills everything it started), and limits on wall time, memory, processes, file size and
-captured output. Memory and process limits use cgroups where they can be created, and
-``prlimit`` otherwise.
+The sandbox sees a fresh root made of the toolchain's system folders, read-only: with the
+pinned simulation root (the default), its ``/usr``, ``/etc`` and ``/opt``; with the host
+fallback, the host's ``/usr`` (and the merged-``/usr`` symlinks), a handful of ``/etc``
+files and the simulation environment. Then exactly the mounts the caller names. It has no
+network, its own PID namespace (so killing it kills everything it started), and limits on
+wall time, memory, processes, file size and captured output. Memory and process limits use
+cgroups where they can be created, and ``prlimit`` otherwise.
+
+Nothing of the caller's environment reaches the sandbox: ``bwrap`` itself (PID 1 inside,
+whose ``/proc/1/environ`` any sandboxed process can read) is started with an explicit
+minimal environment, and the command gets only the variables the caller passes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 #: ``/etc`` entries a compiler, perl and Python need; the rest of ``/etc`` stays hidden.
 _ETC_ENTRIES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "perl")
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+#: Folders of the simulation root visible in the sandbox (``/var``, ``/root`` stay hidden).
+_ROOT_DIRS = (*_SYSTEM_DIRS, "etc", "opt")
+#: The whole environment of the launcher and of ``bwrap`` itself.
+_LAUNCH_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 ELISION = "\n\n[... {n} bytes of output elided ...]\n\n"
 
 
@@ -191,14 +200,12 @@ class BubblewrapSandbox:
                 f"bubblewrap (bwrap) not found; install it with: {self.toolchain.bwrap.fix}"
             )
 
-    def _system_args(self, env: SimEnv | None) -> list[str]:
-        args: list[str] = []
-        for name in _SYSTEM_DIRS:
-            path = Path("/") / name
-            if path.is_symlink():
-                args += ["--symlink", os.readlink(path), str(path)]
-            elif path.is_dir():
-                args += ["--ro-bind", str(path), str(path)]
+    def _system_args(self, env: SimEnv | None, scratch: Path) -> list[str]:
+        root = self.toolchain.root
+        if root is not None:
+            return [*_bind_dirs(root, _ROOT_DIRS)]
+        args = ["--dir", "/etc", "--ro-bind", str(_identity_files(scratch)), "/etc/passwd"]
+        args += _bind_dirs(Path("/"), _SYSTEM_DIRS)
         for entry in _ETC_ENTRIES:
             path = Path("/etc") / entry
             if path.exists():
@@ -222,7 +229,7 @@ class BubblewrapSandbox:
     ) -> list[str]:
         """The ``bwrap`` argument vector (without the limit wrapper)."""
         args = [
-            "bwrap",
+            self.toolchain.bwrap.path or "bwrap",
             "--unshare-all",
             "--die-with-parent",
             "--new-session",
@@ -236,8 +243,7 @@ class BubblewrapSandbox:
         # /tmp first: the toolchain may itself live under /tmp and is bound over it below.
         (scratch / "tmp").mkdir(parents=True, exist_ok=True)
         args += ["--bind", str(scratch / "tmp"), "/tmp"]
-        args += ["--dir", "/etc", "--ro-bind", str(_identity_files(scratch)), "/etc/passwd"]
-        args += self._system_args(sim_env)
+        args += self._system_args(sim_env, scratch)
         for mount in mounts:
             args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
         args += ["--chdir", cwd, "--clearenv"]
@@ -255,12 +261,17 @@ class BubblewrapSandbox:
         env: Mapping[str, str] | None = None,
         sim_env: SimEnv | None = None,
         limits: Limits | None = None,
+        image: str | None = None,
     ) -> SandboxResult:
-        """Run ``argv`` and return its result; never leaves a process behind."""
+        """Run ``argv`` and return its result; never leaves a process behind.
+
+        ``image``: the container image the harness names; this sandbox always uses its
+        toolchain (the Docker backend resolves it).
+        """
         limits = limits or Limits()
         full_env = dict(env or {})
         if sim_env is not None:
-            full_env.setdefault("PATH", f"{sim_env.bin_dir}:/usr/local/bin:/usr/bin:/bin")
+            full_env.setdefault("PATH", f"{sim_env.sandbox_bin_dir}:/usr/local/bin:/usr/bin:/bin")
         full_env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         bwrap_argv = self.command(
             argv, mounts=mounts, scratch=scratch, cwd=cwd, env=full_env, sim_env=sim_env
@@ -286,6 +297,7 @@ class BubblewrapSandbox:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=_LAUNCH_ENV,
             )
         except OSError as exc:
             cgroups.remove()
@@ -336,6 +348,18 @@ class BubblewrapSandbox:
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _bind_dirs(base: Path, names: Iterable[str]) -> list[str]:
+    """Read-only binds of ``base/NAME`` at ``/NAME`` (symlinks, like merged ``/usr``, recreated)."""
+    args: list[str] = []
+    for name in names:
+        path = base / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), f"/{name}"]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), f"/{name}"]
+    return args
 
 
 def _identity_files(scratch: Path) -> Path:

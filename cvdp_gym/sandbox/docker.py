@@ -1,0 +1,444 @@
+"""Run a command in a Docker container, with the same contract as the bubblewrap sandbox.
+
+The official CVDP flow runs every harness service in the ``nvidia/cvdp-sim`` image. This
+backend does the same on a local Docker engine: the official image when it is present
+locally, otherwise a stand-in image imported from the toolchain's root filesystem (no
+registry is needed). Every container gets no network, limits on memory, processes, file
+size and wall time, no core dumps, the caller's environment and nothing else, and is
+removed afterwards whatever happens (success, failure, timeout, exception, Ctrl-C).
+
+Output is read from an attach stream (the container's log driver is ``none``), so a
+command that prints gigabytes fills neither the engine's disk nor our memory: it is
+bounded here like the bubblewrap sandbox's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cvdp_gym.sandbox.bwrap import Limits, Mount, SandboxResult, SandboxUnavailable, _BoundedOutput
+from cvdp_gym.toolchain import SimEnv, Toolchain, detect
+
+if TYPE_CHECKING:
+    import docker
+
+#: Every container this module creates carries this label (``cvdp-gym=1``).
+LABEL = "cvdp-gym"
+STANDIN_REPOSITORY = "cvdp-gym/sim"
+OFFICIAL_REPOSITORY = "nvidia/cvdp-sim"
+OFFICIAL_IMAGE = f"{OFFICIAL_REPOSITORY}:v1.0.0"
+#: Placeholders the CVDP dataset's compose files use for the simulation image.
+PLACEHOLDERS = {"__OSS_SIM_IMAGE__": OFFICIAL_IMAGE, "__OSS_PNR_IMAGE__": OFFICIAL_IMAGE}
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+ENGINE_FIX = (
+    "no Docker engine answers; start one with: "
+    "apt-get install -y docker.io && dockerd --iptables=false --bridge=none &  "
+    "(or: service docker start; or: bash scripts/dockerd.sh)"
+)
+_IMPORT_CHUNK = 1 << 20
+#: Root filesystem entries whose contents an image must not carry (the engine mounts its own).
+_IMPORT_EXCLUDES = ("./dev/*", "./proc/*", "./sys/*", "./run/*", "./tmp/*")
+
+
+def connect(client: docker.DockerClient | None = None) -> docker.DockerClient:
+    """A client for the local engine (``DOCKER_HOST`` etc. respected), or ``SandboxUnavailable``."""
+    try:
+        import docker
+    except ImportError as exc:  # optional extra
+        raise SandboxUnavailable(
+            "the docker Python package is missing; install it with: pip install 'cvdp-gym[docker]'"
+        ) from exc
+    try:
+        # Each running container holds one pooled connection for its output stream.
+        client = client or docker.from_env(max_pool_size=64, timeout=120)
+        client.ping()
+    except Exception as exc:  # DockerException, requests' ConnectionError, socket errors
+        raise SandboxUnavailable(f"{ENGINE_FIX} ({type(exc).__name__})") from exc
+    return client
+
+
+def _image_exists(client: docker.DockerClient, name: str) -> bool:
+    import docker
+
+    try:
+        client.images.get(name)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def build_image(
+    root_dir: Path,
+    tag: str,
+    *,
+    client: docker.DockerClient | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> str:
+    """Import ``root_dir`` (a root filesystem) as the image ``tag``; a no-op if it exists.
+
+    A tar of the folder is streamed to the engine (``docker import``): no registry and no
+    Dockerfile build are needed, and nothing is staged on disk. ``progress`` is called
+    with the number of bytes sent so far.
+    """
+    from docker.utils import parse_repository_tag
+
+    client = connect(client)
+    if _image_exists(client, tag):
+        return tag
+    root = Path(root_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"root filesystem {root} does not exist")
+    argv = ["tar", "-C", str(root), "--numeric-owner", "-cf", "-"]
+    argv += [f"--exclude={pattern}" for pattern in _IMPORT_EXCLUDES]
+    tar = subprocess.Popen([*argv, "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def chunks() -> Iterator[bytes]:
+        assert tar.stdout is not None
+        sent = 0
+        while chunk := tar.stdout.read(_IMPORT_CHUNK):
+            sent += len(chunk)
+            if progress is not None:
+                progress(sent)
+            yield chunk
+
+    repository, name_tag = parse_repository_tag(tag)
+    try:
+        client.api.import_image_from_stream(
+            chunks(), repository=repository, tag=name_tag or "latest", changes=["WORKDIR /"]
+        )
+    finally:
+        if tar.poll() is None:
+            tar.kill()
+        stderr = tar.communicate()[1].decode(errors="replace").strip()
+    if tar.returncode != 0:
+        with contextlib.suppress(Exception):
+            client.images.remove(tag, force=True)
+        raise RuntimeError(f"tar of {root} failed ({tar.returncode}): {stderr[-500:]}")
+    if not _image_exists(client, tag):
+        raise RuntimeError(f"the engine did not create {tag} from {root}")
+    return tag
+
+
+def resolve_image(harness_image: str | None, standin_tag: str, client: docker.DockerClient) -> str:
+    """The image to run a service in: the official ``nvidia/cvdp-sim`` when it is here, else the stand-in.
+
+    ``__OSS_SIM_IMAGE__`` / ``__OSS_PNR_IMAGE__`` mean ``nvidia/cvdp-sim:v1.0.0``. Other
+    simulator images (``hdlc/sim:osvb`` and its mirrors) and anything not present locally
+    run in the stand-in, which carries the same tools.
+    """
+    name = PLACEHOLDERS.get((harness_image or "").strip(), (harness_image or "").strip())
+    if not name:
+        return standin_tag
+    repository = name.split("@", 1)[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    repository = repository.removeprefix("docker.io/").removeprefix("index.docker.io/")
+    if repository != OFFICIAL_REPOSITORY:
+        return standin_tag
+    if "@" not in name and ":" not in name.rsplit("/", 1)[-1]:
+        name += ":latest"
+    return name if _image_exists(client, name) else standin_tag
+
+
+class DockerSandbox:
+    """Runs commands in containers on a local Docker engine; safe to share between threads."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        toolchain: Toolchain | None = None,
+        *,
+        standin_tag: str | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        self.toolchain = toolchain or detect()
+        self.client = connect(client)
+        self.standin_tag = standin_tag or f"{STANDIN_REPOSITORY}:{self.toolchain.fingerprint()}"
+        self._resolved: dict[str, str] = {}
+        self._standin_ready = False
+        self._lock = threading.Lock()
+        self._running: set[str] = set()  # names of containers whose run() has not returned
+
+    @property
+    def root_dir(self) -> Path | None:
+        """The toolchain's root filesystem the stand-in image is imported from (kind ``root``)."""
+        root = getattr(self.toolchain, "root", None) or getattr(self.toolchain, "root_dir", None)
+        return Path(root) if root is not None else None
+
+    def ensure_standin(self) -> str:
+        """Build the stand-in image from the toolchain's root filesystem if it is missing."""
+        with self._lock:
+            if self._standin_ready:
+                return self.standin_tag
+            if not _image_exists(self.client, self.standin_tag):
+                root = self.root_dir
+                if root is None or not root.is_dir():
+                    raise SandboxUnavailable(
+                        f"image {self.standin_tag} is missing and the toolchain has no root "
+                        "filesystem to build it from; build it with "
+                        "cvdp_gym.sandbox.docker.build_image(root_dir, tag)"
+                    )
+                build_image(root, self.standin_tag, client=self.client)
+            self._standin_ready = True
+            return self.standin_tag
+
+    def image_for(self, image: str | None) -> str:
+        """The local image a service naming ``image`` runs in (resolved once per name)."""
+        key = image or ""
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            resolved = resolve_image(image, self.standin_tag, self.client)
+            self._resolved[key] = resolved
+        if resolved == self.standin_tag:
+            self.ensure_standin()
+        return resolved
+
+    def container_config(
+        self,
+        argv: list[str],
+        *,
+        image: str,
+        mounts: Iterable[Mount],
+        scratch: Path,
+        cwd: str,
+        env: Mapping[str, str],
+        limits: Limits,
+        name: str,
+    ) -> dict[str, Any]:
+        """Keyword arguments for ``containers.create`` (what ``docker run`` would be given)."""
+        from docker.types import LogConfig, Ulimit
+        from docker.types import Mount as DockerMount
+
+        (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+        binds = [DockerMount("/tmp", str(Path(scratch / "tmp").resolve()), type="bind")]
+        for mount in mounts:
+            source = str(Path(mount.source).resolve())
+            binds.append(
+                DockerMount(mount.target, source, type="bind", read_only=not mount.writable)
+            )
+        memory = limits.memory_mb * 1024 * 1024
+        file_size = limits.file_size_mb * 1024 * 1024
+        return {
+            "image": image,
+            "command": list(argv),
+            "name": name,
+            "labels": {LABEL: "1"},
+            "environment": dict(env),
+            "working_dir": cwd,
+            "mounts": binds,
+            "network_mode": "none",
+            "mem_limit": memory,
+            "memswap_limit": memory,  # no swap: the memory limit is the limit
+            "pids_limit": limits.processes,
+            "ulimits": [
+                Ulimit(name="fsize", soft=file_size, hard=file_size),
+                Ulimit(name="core", soft=0, hard=0),
+            ],
+            # The caller's uid: files written to the mounts stay removable by the caller
+            # (root on a root host, as the official runner).
+            "user": f"{os.getuid()}:{os.getgid()}",
+            "hostname": "sandbox",
+            "security_opt": ["no-new-privileges"],
+            "log_config": LogConfig(type="none"),
+            "stdin_open": False,
+            "tty": False,
+            "detach": True,
+        }
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        mounts: Iterable[Mount] = (),
+        scratch: Path,
+        cwd: str = "/",
+        env: Mapping[str, str] | None = None,
+        sim_env: SimEnv | None = None,
+        limits: Limits | None = None,
+        image: str | None = None,
+    ) -> SandboxResult:
+        """Run ``argv`` in a fresh container and return its result; never leaves one behind.
+
+        ``image``: the image the harness names (``__OSS_SIM_IMAGE__``, ``nvidia/cvdp-sim:...``);
+        ``None`` runs in the stand-in image.
+        """
+        limits = limits or Limits()
+        start = time.monotonic()
+        image_name = self.image_for(image)
+        full_env = dict(env or {})
+        if "PATH" not in full_env and image_name == self.standin_tag:
+            prefix = f"/opt/cvdp/{sim_env.generation}/bin:" if sim_env is not None else ""
+            full_env["PATH"] = prefix + SYSTEM_PATH
+        name = f"cvdp-gym-{uuid.uuid4().hex[:16]}"
+        config = self.container_config(
+            argv,
+            image=image_name,
+            mounts=mounts,
+            scratch=scratch,
+            cwd=cwd,
+            env=full_env,
+            limits=limits,
+            name=name,
+        )
+        output = _BoundedOutput(limits.output_bytes)
+        killed = threading.Event()
+        done = False
+        with self._lock:
+            self._running.add(name)
+        try:
+            state = self._run_container(config, limits, output, killed, start)
+            wall = time.monotonic() - start
+            done = True
+        finally:
+            try:
+                self._remove(name)
+            except Exception:
+                if done:  # do not hide the error that got us here
+                    raise
+            finally:
+                with self._lock:
+                    self._running.discard(name)
+        text, truncated = output.text()
+        timed_out = killed.is_set()
+        return SandboxResult(
+            returncode=-9 if timed_out else int(state.get("ExitCode", -1)),
+            output=text,
+            output_bytes=output.total,
+            truncated=truncated,
+            timed_out=timed_out,
+            out_of_memory=bool(state.get("OOMKilled")) and not timed_out,
+            wall_s=wall,
+            command=_docker_run_line(config),
+        )
+
+    def _run_container(
+        self,
+        config: Mapping[str, Any],
+        limits: Limits,
+        output: _BoundedOutput,
+        killed: threading.Event,
+        start: float,
+    ) -> dict[str, Any]:
+        """Create, attach, start, stream until exit; the container's final ``State``."""
+        import docker
+
+        container = self.client.containers.create(**config)
+        # Attach before start so that no output is missed (the log driver keeps none).
+        stream = self.client.api.attach(
+            container.id, stdout=True, stderr=True, stream=True, logs=False
+        )
+        timer: threading.Timer | None = None
+        try:
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                # The runtime could not exec the command: report it as a shell would.
+                message = str(exc.explanation or exc)
+                code = _exec_failure_code(message)
+                if code is None:
+                    raise
+                output.feed(f"{message}\n".encode())
+                return {"ExitCode": code, "OOMKilled": False}
+            timer = threading.Timer(limits.wall_s, self._expire, args=(container.id, killed))
+            timer.daemon = True
+            timer.start()
+            for chunk in stream:
+                output.feed(chunk)
+            # The stream can end before the process does (it closed its outputs); the timer
+            # still bounds the wait.
+            remaining = max(0.0, start + limits.wall_s - time.monotonic())
+            container.wait(timeout=remaining + 120)
+            return dict(self.client.api.inspect_container(container.id)["State"])
+        finally:
+            if timer is not None:
+                timer.cancel()
+            _close_stream(stream)
+
+    def _expire(self, container_id: str, killed: threading.Event) -> None:
+        """Wall-time limit reached: kill the container (all its processes die with PID 1)."""
+        import docker
+
+        try:
+            self.client.api.kill(container_id)
+        except docker.errors.APIError:
+            return  # it already stopped on its own: not a timeout
+        killed.set()
+
+    def _remove(self, name: str) -> None:
+        """Force-remove a container by name (it may not exist if creation was interrupted)."""
+        import docker
+
+        for _ in range(20):
+            try:
+                self.client.api.remove_container(name, force=True, v=True)
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if "already in progress" in str(exc):
+                    return
+                time.sleep(0.05)
+        self.client.api.remove_container(name, force=True, v=True)
+
+    def cancel(self) -> int:
+        """Remove every container a ``run`` of this sandbox still has (Ctrl-C); returns how many.
+
+        Each interrupted ``run`` then returns as if its command had been killed.
+        """
+        with self._lock:
+            names = list(self._running)
+        for name in names:
+            with contextlib.suppress(Exception):
+                self._remove(name)
+        return len(names)
+
+    def leftovers(self) -> list[str]:
+        """Names of containers this module created that still exist (should be none)."""
+        found = self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
+        return [c.name for c in found]
+
+
+def _close_stream(stream: Any) -> None:
+    """Close an attach stream and its HTTP response, so its socket is released now, not at GC.
+
+    ``CancellableStream.close`` shuts the socket down but leaves the response (which holds
+    the file descriptor) open.
+    """
+    with contextlib.suppress(Exception):
+        stream.close()
+    with contextlib.suppress(Exception):
+        stream._response.close()
+
+
+def _exec_failure_code(message: str) -> int | None:
+    """``docker run``'s exit status when the command cannot be executed (127, 126), else None."""
+    lowered = message.lower()
+    if "executable file not found" in lowered or "no such file or directory" in lowered:
+        return 127
+    if "permission denied" in lowered:
+        return 126
+    return None
+
+
+def _docker_run_line(config: Mapping[str, Any]) -> list[str]:
+    """The equivalent ``docker run`` command line, for logs and for reproducing a run by hand."""
+    line = ["docker", "run", "--rm", "--network", "none", "--user", config["user"]]
+    line += ["--memory", str(config["mem_limit"]), "--memory-swap", str(config["memswap_limit"])]
+    line += ["--pids-limit", str(config["pids_limit"]), "--security-opt", "no-new-privileges"]
+    line += [f"--ulimit={u['Name']}={u['Soft']}:{u['Hard']}" for u in config["ulimits"]]
+    for mount in config["mounts"]:
+        suffix = ":ro" if mount.get("ReadOnly") else ""
+        line += ["-v", f"{mount['Source']}:{mount['Target']}{suffix}"]
+    for key, value in config["environment"].items():
+        line += ["-e", f"{key}={value}"]
+    line += ["-w", config["working_dir"], config["image"], *config["command"]]
+    return line

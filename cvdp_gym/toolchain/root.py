@@ -1,0 +1,249 @@
+"""The pinned simulation root: a Debian filesystem with the official image's simulators.
+
+The official ``nvidia/cvdp-sim`` image runs Icarus Verilog 13.0. Debian's testing suite
+(``forky``) carries that Icarus, Verilator 5.x, Yosys and a C++ compiler; ``mmdebstrap``
+builds a root filesystem from it, and the two pinned cocotb environments are installed
+inside it at ``/opt/cvdp/<generation>``. bubblewrap then runs harnesses with this root as
+``/``, and the Docker backend imports the same tree as its stand-in image. A lock file
+(``/opt/cvdp/lock.json``) lists every Debian and Python package and the simulators'
+version lines; its hash is part of every grading cache key.
+
+The build is idempotent and resumable: the Debian stage and each environment leave a
+marker, and the finished tree is renamed into place only when everything is there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+
+from cvdp_gym.toolchain.envs import (
+    GENERATIONS,
+    MARKER,
+    SimEnv,
+    requirement_lines,
+    requirements_hash,
+)
+
+SUITE = "forky"
+MIRROR = "http://deb.debian.org/debian"
+#: Debian packages of the root (their dependencies come along).
+ROOT_PACKAGES = ("iverilog", "verilator", "yosys", "g++", "make", "perl", "python3", "python3-venv", "python3-dev")
+#: Distributions the root takes from Debian rather than from PyPI.
+FROM_DEBIAN = ("verilator",)
+ENV_ROOT = PurePosixPath("/opt/cvdp")
+LOCK_PATH = "opt/cvdp/lock.json"
+_BASE_MARKER = ".cvdp-gym-base"
+_TOOL_VERSIONS = {
+    "iverilog": ["iverilog", "-V"],
+    "verilator": ["verilator", "--version"],
+    "yosys": ["yosys", "-V"],
+    "python": ["python3", "--version"],
+    "g++": ["g++", "--version"],
+}
+
+
+class RootBuildError(RuntimeError):
+    """The root could not be built; the message names the step and what to check."""
+
+
+def root_env(root: Path, generation: str) -> SimEnv:
+    """The environment of ``generation`` inside ``root``."""
+    if generation not in GENERATIONS:
+        raise ValueError(f"unknown cocotb generation {generation!r}; expected one of {GENERATIONS}")
+    inside = ENV_ROOT / generation
+    return SimEnv(
+        generation,
+        root / str(inside).lstrip("/"),
+        inside,
+        requirements_hash(generation, without=FROM_DEBIAN),
+    )
+
+
+def read_lock(root: Path) -> dict | None:
+    try:
+        return json.loads((root / LOCK_PATH).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def lock_fingerprint(lock: dict) -> str:
+    """Hash of what can change a verdict (everything in the lock but its build time)."""
+    stable = {k: v for k, v in lock.items() if k != "built"}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def root_complete(root: Path) -> bool:
+    return read_lock(root) is not None and all(root_env(root, g).installed for g in GENERATIONS)
+
+
+def build_root(
+    base: Path,
+    *,
+    suite: str = SUITE,
+    mirror: str = MIRROR,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Build (or finish building) the root under ``base``; returns its path."""
+    final, partial = base / "root", base / "root.partial"
+    if force:
+        for path in (final, partial):
+            shutil.rmtree(path, ignore_errors=True)
+    if root_complete(final):
+        return final
+    if shutil.which("bwrap") is None:
+        raise RootBuildError("bubblewrap (bwrap) is needed to build the root: apt-get install -y bubblewrap")
+    work = final if final.exists() else partial
+    if work is partial and not (partial / _BASE_MARKER).exists():
+        _debian_stage(partial, suite, mirror, log)
+    pending = [g for g in GENERATIONS if not root_env(work, g).installed]
+    if pending:
+        log(f"installing the pinned Python environments in the root: {', '.join(pending)}")
+        with ThreadPoolExecutor(len(pending)) as pool:
+            list(pool.map(lambda g: _install_env(work, g), pending))
+    _write_lock(work, suite, mirror)
+    if work is partial:
+        shutil.rmtree(final, ignore_errors=True)
+        partial.rename(final)
+    return final
+
+
+def _debian_stage(target: Path, suite: str, mirror: str, log: Callable[[str], None]) -> None:
+    if shutil.which("mmdebstrap") is None:
+        raise RootBuildError("mmdebstrap is needed to build the root: apt-get install -y mmdebstrap")
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log(f"building the Debian {suite} root (Icarus 13, Verilator, Yosys, g++, Python) with mmdebstrap")
+    argv = [
+        "mmdebstrap",
+        "--variant=apt",
+        "--aptopt=Acquire::Check-Valid-Until \"false\"",
+        "--aptopt=Acquire::Retries \"3\"",
+        f"--include={','.join(ROOT_PACKAGES)}",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-exclude=/usr/share/man/*",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        suite,
+        str(target),
+        mirror,
+    ]
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        raise RootBuildError(
+            f"mmdebstrap could not build the {suite} root from {mirror} (exit {proc.returncode}); "
+            f"is the Debian archive reachable (apt-get update)?\n{tail}"
+        )
+    iverilog = _run_in_root(target, ["iverilog", "-V"]).splitlines()
+    if not iverilog or "version 13" not in iverilog[0]:
+        raise RootBuildError(f"the {suite} root has no Icarus Verilog 13: {iverilog[:1]}")
+    # Nothing of the build machine stays in the root: its hostname and name servers.
+    (target / "etc" / "hostname").unlink(missing_ok=True)
+    (target / "etc" / "resolv.conf").unlink(missing_ok=True)
+    (target / "etc" / "resolv.conf").write_text("")
+    (target / _BASE_MARKER).write_text(f"{suite} {mirror}\n")
+    log(f"Debian stage done in {time.monotonic() - started:.0f} s: {iverilog[0].strip()}")
+
+
+def _host_ca_bundle() -> str | None:
+    for candidate in (
+        os.environ.get("PIP_CERT"),
+        os.environ.get("REQUESTS_CA_BUNDLE"),
+        os.environ.get("SSL_CERT_FILE"),
+        "/etc/ssl/certs/ca-certificates.crt",
+    ):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def _install_env(root: Path, generation: str) -> None:
+    """Create one venv inside the root and install its pins from PyPI (network shared)."""
+    env = root_env(root, generation)
+    requirements = root / "tmp" / f"requirements-{generation}.txt"
+    requirements.parent.mkdir(parents=True, exist_ok=True)
+    requirements.write_text("\n".join(requirement_lines(generation, without=FROM_DEBIAN)) + "\n")
+    prefix = env.sandbox_prefix
+    script = (
+        f"rm -rf {prefix} && python3 -m venv {prefix} && "
+        f"{prefix}/bin/python -m pip install -q --disable-pip-version-check --no-cache-dir "
+        f"-r /tmp/requirements-{generation}.txt"
+    )
+    # cocotb 2.0.1 and 1.9.2 declare Python <= 3.13; Debian builds the same cocotb on 3.14.
+    extra = {"COCOTB_IGNORE_PYTHON_REQUIRES": "1"}
+    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+                "http_proxy", "https_proxy", "no_proxy"):
+        if os.environ.get(key) and "file://" not in os.environ[key]:
+            extra[key] = os.environ[key]
+    try:
+        _run_in_root(root, ["sh", "-c", script], network=True, env=extra, timeout=1800)
+    except RootBuildError as exc:
+        raise RootBuildError(f"installing the {generation} environment in the root failed: {exc}") from None
+    (env.prefix / MARKER).write_text(env.expected_hash + "\n")
+
+
+def _run_in_root(
+    root: Path,
+    argv: list[str],
+    *,
+    network: bool = False,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> str:
+    """Run a trusted build step with ``root`` as ``/`` (writable); returns its output."""
+    args = ["bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+    args += ["--bind", str(root / "tmp"), "/tmp"] if (root / "tmp").is_dir() else ["--tmpfs", "/tmp"]
+    args += ["--unshare-all", "--die-with-parent", "--clearenv"]
+    environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", **(env or {})}
+    if network:
+        args.append("--share-net")
+        resolv = Path("/etc/resolv.conf").resolve()
+        if resolv.is_file():
+            args += ["--ro-bind", str(resolv), "/etc/resolv.conf"]
+        ca = _host_ca_bundle()
+        if ca:
+            args += ["--ro-bind", ca, "/run/cvdp-host-ca.crt"]
+            environment["PIP_CERT"] = "/run/cvdp-host-ca.crt"
+    for key, value in environment.items():
+        args += ["--setenv", key, value]
+    try:
+        proc = subprocess.run([*args, "--", *argv], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RootBuildError(f"{argv[0]} did not finish within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        raise RootBuildError(f"{' '.join(argv)[:200]} exited with {proc.returncode}:\n{tail}")
+    return proc.stdout + proc.stderr
+
+
+def _write_lock(root: Path, suite: str, mirror: str) -> None:
+    debs = _run_in_root(root, ["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])
+    packages = dict(sorted(line.split("\t", 1) for line in debs.splitlines() if "\t" in line))
+    tools = {}
+    for name, argv in _TOOL_VERSIONS.items():
+        try:
+            out = _run_in_root(root, argv).strip().splitlines()
+        except RootBuildError:
+            out = []
+        tools[name] = out[0].strip() if out else "missing"
+    lock = {
+        "suite": suite,
+        "mirror": mirror,
+        "tools": tools,
+        "python": {g: dict(sorted(root_env(root, g).package_versions().items())) for g in GENERATIONS},
+        "debian": packages,
+        "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = root / LOCK_PATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(lock, indent=1) + "\n")

@@ -1,0 +1,162 @@
+"""Red team: what a hostile answer tries, and what it gets.
+
+Each test plays one attack on the real runner (bubblewrap on the simulation root unless
+it says otherwise) and asserts the verdict it must get. The threat model is in the
+README ("What an answer can and cannot influence").
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from cvdp_gym.sandbox import Limits, Mount
+from cvdp_gym.sandbox.workspace import Workspace
+from tests.test_runner import RTL, make_problem
+
+pytestmark = pytest.mark.sandbox
+
+WRONG = RTL.replace("assign y = ~a;", "assign y = a;")
+PASSING_XML = (
+    '<testsuites name="results"><testsuite name="all" package="all">'
+    '<testcase name="test_all" classname="test_inv" /><testcase name="test_zero" classname="test_inv" />'
+    "</testsuite></testsuites>"
+)
+
+
+def _with(body: str, rtl: str = WRONG) -> str:
+    """``rtl`` with extra module items (before ``endmodule``)."""
+    return rtl.replace("endmodule", body + "\nendmodule")
+
+
+def _write_file(path: str, text: str, when: str = "final") -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'  integer fd;\n  {when} begin fd = $fopen("{path}", "w"); $fwrite(fd, "%s", "{escaped}"); $fclose(fd); end'
+
+
+# -- secrets --------------------------------------------------------------------------
+
+
+def test_a_canary_in_the_graders_environment_is_not_readable_by_a_harness_or_a_command(runner, monkeypatch, tmp_path):
+    canary = f"cvdp-canary-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    dump = (
+        "import glob, os\n\ndef test_dump():\n"
+        "    for path in glob.glob('/proc/*/environ'):\n"
+        "        print(path, open(path, 'rb').read())\n"
+        "    print('ENV', dict(os.environ))\n"
+    )
+    harness = {
+        "docker-compose.yml": (
+            "services:\n  dump:\n    image: __OSS_SIM_IMAGE__\n    volumes:\n      - ./src/:/src/:ro\n"
+            "    command: pytest -s /src/test_dump.py\n"
+        ),
+        "src/test_dump.py": dump,
+    }
+    result = runner.run(make_problem(extra=harness), {"rtl/inv.sv": RTL})
+    assert "/proc/1/environ" in result.log_tail and "ENV" in result.log_tail, result.log_tail
+    assert canary not in result.log_tail
+    with Workspace({"rtl/inv.sv": RTL}, sandbox=runner.sandbox) as workspace:
+        out = workspace.run("cat /proc/1/environ /proc/self/environ; env; cat /proc/*/environ").output
+    assert canary not in out
+
+
+# -- forged counts and verdicts -------------------------------------------------------
+
+
+def test_fake_cocotb_summaries_printed_by_a_design_count_for_nothing(runner):
+    fake = '  initial $display("** TESTS=500 PASS=500 FAIL=0 SKIP=0 **");\n  final $display("TESTS=9 PASS=9 FAIL=0 SKIP=0");'
+    result = runner.run(make_problem(), {"rtl/inv.sv": _with(fake)})
+    assert result.failure_class == "test_failure"
+    assert (result.tests.total, result.tests.passed, result.tests.failed) == (2, 0, 2)
+
+
+@pytest.mark.parametrize("when", ["final", "initial"])
+def test_a_design_that_writes_cocotbs_results_file_fails(runner, when):
+    """A ``final`` block that rewrites the results file with passing cases makes pytest pass
+    (the official harness believes it); writing it early is caught the same way."""
+    forge = _write_file("/code/rundir/sim_build/test_inv.result.xml", PASSING_XML, when)
+    result = runner.run(make_problem(), {"rtl/inv.sv": _with(forge)})
+    assert not result.passed
+    assert result.failure_class == "test_failure" and "results file" in result.reason, result.reason
+    assert result.tests.passed == 0
+
+
+def test_a_correct_design_is_not_mistaken_for_a_forger(runner):
+    result = runner.run(make_problem(), {"rtl/inv.sv": RTL})
+    assert result.passed and (result.tests.total, result.tests.passed) == (2, 2)
+
+
+@pytest.mark.parametrize("ending", ['initial $finish;', 'initial begin #0; $fatal(1, "done"); end', "initial $stop;"])
+def test_ending_the_simulation_early_does_not_pass(runner, ending):
+    """cocotb records the tests the simulation never ran as failed; ``$stop`` changes nothing."""
+    result = runner.run(make_problem(), {"rtl/inv.sv": _with(f"  {ending}")})
+    assert result.failure_class == "test_failure", result.reason
+    assert result.tests.passed == 0
+
+
+# -- the classifier -------------------------------------------------------------------
+
+
+def test_sorry_in_a_log_the_design_writes_is_no_excuse_on_the_host(host_runner):
+    """The host fallback's ``toolchain_gap`` rests on Icarus's own located diagnostics at
+    build time; a log written by a simulated design cannot turn failed tests into one."""
+    log = "/code/rtl/inv.sv:1: sorry: this construct is not supported\\n"
+    for path in ("/code/rundir/sim_build/build.log", "/code/rundir/sorry.log"):
+        result = host_runner.run(make_problem(), {"rtl/inv.sv": _with(_write_file(path, log, "initial"))})
+        assert result.failure_class == "test_failure", result.reason
+
+
+def test_sorry_in_an_include_name_is_no_excuse(runner, host_runner):
+    """The compiler echoes the include name: on the root nothing is excused anyway, and on
+    the host only Icarus's own located ``file:line: sorry:`` counts."""
+    broken = '`include "sorry: this construct is not supported"\n' + RTL.replace("endmodule", "")
+    for chosen in (runner, host_runner):
+        result = chosen.run(make_problem(), {"rtl/inv.sv": broken})
+        assert result.failure_class == "build_error", result.reason + result.log_tail
+        lint = chosen.lint(make_problem(), {"rtl/inv.sv": broken})
+        assert not lint.ok and not lint.gap
+
+
+# -- the harness ----------------------------------------------------------------------
+
+
+def test_a_design_cannot_edit_the_harness(runner):
+    """``/src`` is mounted read-only: a design that rewrites the tests still fails them."""
+    always_pass = "def test_inv():\\n    pass\\n"
+    attack = _write_file("/src/test_runner.py", always_pass, "initial")
+    problem = make_problem()
+    before = dict(problem.harness)
+    result = runner.run(problem, {"rtl/inv.sv": _with(attack)})
+    assert result.failure_class == "test_failure", result.reason
+    assert problem.harness == before
+
+
+def test_a_design_can_read_the_tests_as_in_the_official_image(runner):
+    """cocotb imports the tests from ``/src`` inside the simulator, so the design can read
+    them, as in the official image; we do not hide them (that would change harness
+    semantics). The agentic workspace never holds them (tests/test_agentic.py)."""
+    peek = (
+        "  integer fd, n; reg [8*64-1:0] line;\n"
+        '  initial begin fd = $fopen("/src/test_inv.py", "r"); n = $fgets(line, fd);'
+        ' $display("PEEK[%0s]", line); end'
+    )
+    result = runner.run(make_problem(), {"rtl/inv.sv": _with(peek, RTL)})
+    assert result.passed  # judged on behaviour only
+    assert "PEEK[import cocotb" in result.log_tail, result.log_tail
+
+
+def test_a_command_cannot_write_the_toolchain_or_the_harness(runner, tmp_path):
+    scratch = tmp_path / "scratch"
+    harness = tmp_path / "src"
+    harness.mkdir()
+    (harness / "test_x.py").write_text("original")
+    out = runner.sandbox.run(
+        ["sh", "-c", "echo x > /src/test_x.py; echo x > /usr/bin/iverilog; echo x > /opt/cvdp/cocotb2/bin/python; echo done"],
+        mounts=[Mount(harness, "/src")],
+        scratch=scratch,
+        limits=Limits(wall_s=30),
+    )
+    assert "done" in out.output and out.output.count("Read-only file system") == 3, out.output
+    assert (harness / "test_x.py").read_text() == "original"
