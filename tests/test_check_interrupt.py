@@ -199,8 +199,20 @@ def interrupt_check(args: list[str], out: Path, enough: int, processes_with: Cal
     def sandboxes() -> list[int]:
         return [pid for pid in processes_with(marker) if pid != proc.pid]
 
+    def ready() -> bool:
+        return len(result_lines(out)) >= enough and bool(sandboxes()) and bool(mounting(marker))
+
+    stdout, said = sigint_when(proc, ready, "results and a running sandbox")
+    wait_for(lambda: not processes_with(marker) and not mounting(marker), 3, "no sandbox (or process in one) left")
+    assert not list(tmp.glob("cvdp-gym-run-*")), "run folders left behind" + said
+    return stdout
+
+
+def sigint_when(proc: subprocess.Popen, ready: Callable[[], bool], what: str) -> tuple[str, str]:
+    """Send SIGINT once ``ready()``; check the exit (130, soon, a resume hint). Returns
+    stdout and a description of both outputs for assertion messages."""
     try:
-        wait_for(lambda: len(result_lines(out)) >= enough and sandboxes() and mounting(marker), 300, "results and a running sandbox", proc)
+        wait_for(ready, 300, what, proc)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
@@ -213,9 +225,7 @@ def interrupt_check(args: list[str], out: Path, enough: int, processes_with: Cal
     assert proc.returncode == 130, said
     assert took < 5, f"{took:.2f} s" + said
     assert "--resume" in stdout, said
-    wait_for(lambda: not processes_with(marker) and not mounting(marker), 3, "no sandbox (or process in one) left")
-    assert not list(tmp.glob("cvdp-gym-run-*")), "run folders left behind" + said
-    return stdout
+    return stdout, said
 
 
 def resume_args(stdout: str, out: Path) -> list[str]:
@@ -265,27 +275,25 @@ def test_resumed_check_completes_without_rerunning(toolchain, tmp_path, processe
 def test_ctrl_c_in_a_docker_check_leaves_no_container(toolchain, standin_tag, docker_client, tmp_path):
     """Containers are not child processes: the Docker sandbox removes its own on Ctrl-C."""
     out = tmp_path / "check.jsonl"
+    marker = f"cvdp-int-{uuid.uuid4().hex}"
+    tmp = tmp_path / marker  # a private TMPDIR: the containers' bind mounts carry the marker
+    tmp.mkdir()
     proc = subprocess.Popen(
         [*CLI, "check", "bundled", "--sandbox", "docker", "--jobs", "2", "--out", str(out)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+        cwd=REPO, env={**os.environ, "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
     )
 
     def containers() -> list[str]:
-        return [c.name for c in docker_client.containers.list(all=True, filters={"label": "cvdp-gym=1"})]
+        found = docker_client.containers.list(all=True, filters={"label": "cvdp-gym=1"})
+        return [c.name for c in found if any(marker in m.get("Source", "") for m in c.attrs.get("Mounts", []))]
 
-    try:
-        wait_for(lambda: len(result_lines(out)) >= 1 and containers(), 300, "a result and a running container", proc)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    print(f"cvdp-gym check --sandbox docker exited {took:.2f} s after SIGINT")
-    said = f"\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    assert proc.returncode == 130, said
-    assert "--resume" in stdout and "--sandbox docker" in stdout, said
+    def ready() -> bool:
+        return len(result_lines(out)) >= 1 and bool(containers())
+
+    stdout, said = sigint_when(proc, ready, "a result and a running container")
+    assert "--sandbox docker" in stdout, said
     assert containers() == [], said
+    assert not list(tmp.glob("cvdp-gym-run-*")), "run folders left behind" + said
     kept = result_lines(out)
     assert kept and all(row["matches"] for row in kept), kept

@@ -236,3 +236,14 @@ def test_links_made_in_the_sandbox_do_not_leak_host_files(runner, tmp_path):
     result = runner.run(make_problem(extra=leaky), {"rtl/inv.sv": RTL})
     assert not result.passed
     assert "HOST-SECRET-MARKER" not in result.log_tail + result.reason
+
+
+@pytest.mark.parametrize("generation", ["cocotb1", "cocotb2"])
+def test_results_file_not_found_tells_a_broken_harness_from_a_design(runner, generation):
+    """cocotb says "Results file ... not found" both when the harness's test module does
+    not import (the harness is broken) and when the simulation ends before cocotb wrote
+    results; only the first is a ``harness_error``."""
+    broken = make_problem(generation, extra={"src/.env": ENV.replace("MODULE = test_inv", "MODULE = test_nowhere")})
+    result = runner.run(broken, {"rtl/inv.sv": RTL})
+    assert result.failure_class == "harness_error", result.reason
+    assert "not found" in result.reason or "No module named" in result.reason

@@ -16,6 +16,7 @@ import posixpath
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from cvdp_gym.harness.results import (
     sorry_lines,
 )
 from cvdp_gym.harness.svparse import parse_sources
-from cvdp_gym.harness.watch import ResultsWatcher
+from cvdp_gym.harness.watch import RUN_TAG, ResultsWatcher
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox, Limits, Mount, SandboxResult
 
 #: Folders the official runner creates (and mounts under /code) for every problem.
@@ -194,8 +195,10 @@ class HarnessRunner:
                 source.mkdir(parents=True)
             mounts.append(Mount(source, volume.target, writable=not volume.read_only))
         cwd = service.working_dir or ("/rundir" if problem.agentic else "/code/rundir")
-        environment = {"HOME": "/code/rundir", **service.environment}
-        with ResultsWatcher([run_dir / "code" / "rundir", run_dir / "rundir"]) as watcher:
+        tag = uuid.uuid4().hex
+        environment = {"HOME": "/code/rundir", **service.environment, RUN_TAG: tag}
+        watched = {m.target: m.source for m in mounts if m.writable}
+        with ResultsWatcher([run_dir / "code" / "rundir", run_dir / "rundir"], tag=tag, mounts=watched) as watcher:
             outcome = self.sandbox.run(
                 service.command,
                 mounts=mounts,

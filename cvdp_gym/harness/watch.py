@@ -9,9 +9,16 @@ cocotb's runner deletes the file before each simulation. Two things follow.
   test counts cover every simulation.
 - A design runs inside the simulator and can ``$fopen``/``$fwrite`` any path it can name,
   the results file included: a ``final`` block that rewrites it with passing test cases
-  turns a failing design into a passing pytest run, in the official harness too. A
-  results file written twice without being deleted in between was written by someone
-  other than cocotb; the watcher reports such files in ``tampered``.
+  turns a failing design into a passing pytest run, in the official harness too; a file
+  of another name could pad the counts.
+
+So the watcher also learns, from ``/proc``, which results file each simulation was told
+to write: cocotb's runner passes it as ``COCOTB_RESULTS_FILE`` in the environment of the
+simulator process (a process that has cocotb's library loaded and carries this run's
+tag), which the design cannot change. Only declared files count, and a declared file
+written more often than simulations declared it was also written by someone else: it is
+reported in ``tampered``. If no simulation could be seen at all (no ``/proc``), every
+results file counts and a second write without a delete in between is tampering.
 
 On Linux the watcher uses inotify (every write is seen, however quick); elsewhere it
 polls. It never follows links made inside the sandbox.
@@ -32,6 +39,8 @@ from pathlib import Path
 from cvdp_gym.harness.results import TestCounts, is_results_file, results_counts
 
 _MAX_BYTES = 4_000_000
+#: Environment variable that marks the processes of one harness run (its value is random).
+RUN_TAG = "CVDP_GYM_RUN"
 _IN_CLOSE_WRITE = 0x008
 _IN_MOVED_FROM = 0x040
 _IN_MOVED_TO = 0x080
@@ -61,13 +70,27 @@ _LIBC = _libc()
 class ResultsWatcher:
     """Context manager: records every results file written under ``roots`` while it is open."""
 
-    def __init__(self, roots: list[Path], interval_s: float = 0.025) -> None:
+    def __init__(
+        self,
+        roots: list[Path],
+        *,
+        tag: str | None = None,
+        mounts: dict[str, Path] | None = None,
+        interval_s: float = 0.025,
+    ) -> None:
+        """``roots``: host folders to watch; ``tag``: the value of ``RUN_TAG`` in the run's
+        environment; ``mounts``: sandbox path prefix -> host folder, to map declared paths."""
         self.roots = roots
+        self.tag = tag
+        self.mounts = mounts or {}
         self.interval_s = interval_s
         self.versions: list[tuple[str, bytes]] = []  # (path, content) of each version kept
-        #: Results files written again without being deleted first (not by cocotb).
-        self.tampered: set[str] = set()
+        #: Results files written by someone other than cocotb.
+        self._tampered: set[str] = set()
         self._writes: dict[str, int] = {}  # path -> writes seen since it was created
+        self._all_writes: dict[str, int] = {}  # path -> every write seen
+        self._sims: dict[tuple[int, int], str] = {}  # (pid, start) of a simulation -> its results file
+        self._checked: set[tuple[int, int, bytes]] = set()  # (pid, start, comm) seen, not a simulation
         self._seen: dict[str, tuple[int, int, int]] = {}  # polling: path -> (inode, mtime, size)
         self._digest: dict[str, str] = {}
         self._watches: dict[int, Path] = {}
@@ -94,10 +117,27 @@ class ResultsWatcher:
         else:
             self._poll()  # what the last simulation left
 
+    @property
+    def declared(self) -> dict[str, int]:
+        """Results files the simulations were told to write, and by how many simulations."""
+        out: dict[str, int] = {}
+        for path in self._sims.values():
+            out[path] = out.get(path, 0) + 1
+        return out
+
+    @property
+    def tampered(self) -> set[str]:
+        declared = self.declared
+        if not declared:
+            return set(self._tampered)
+        return {p for p, n in self._all_writes.items() if p in declared and n > declared[p]}
+
     def counts(self) -> TestCounts:
         """Counts over every simulation; a tampered file's test cases all count as failed."""
-        counts = results_counts([data for key, data in self.versions if key not in self.tampered])
-        forged = results_counts([data for key, data in self.versions if key in self.tampered])
+        declared, tampered = self.declared, self.tampered
+        kept = [(key, data) for key, data in self.versions if not declared or key in declared]
+        counts = results_counts([data for key, data in kept if key not in tampered])
+        forged = results_counts([data for key, data in kept if key in tampered])
         if forged.total:
             counts = counts + TestCounts(forged.total, 0, forged.total, 0)
         return counts
@@ -106,6 +146,7 @@ class ResultsWatcher:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            self._find_simulations()
             if self._fd >= 0:
                 ready, _, _ = select.select([self._fd], [], [], self.interval_s)
                 if ready:
@@ -162,16 +203,64 @@ class ResultsWatcher:
         if mask & (_IN_DELETE | _IN_MOVED_FROM | _IN_CREATE | _IN_MOVED_TO):
             self._writes.pop(key, None)  # a new file from here on
         if mask & _IN_CLOSE_WRITE and is_results_file(path):
+            self._find_simulations()  # the simulator that wrote it is still alive now
             self._written(path)
 
     def _written(self, path: Path) -> None:
         key = str(path)
         self._writes[key] = self._writes.get(key, 0) + 1
+        self._all_writes[key] = self._all_writes.get(key, 0) + 1
         if self._writes[key] > 1:
-            self.tampered.add(key)
+            self._tampered.add(key)
         data = _read(path)
         if data is not None:
             self._keep(key, data)
+
+    # -- simulations ----------------------------------------------------------------------
+
+    def _find_simulations(self) -> None:
+        """Record the results file of every live simulator process of this run."""
+        if not self.tag:
+            return
+        needle = f"{RUN_TAG}={self.tag}".encode()
+        try:
+            entries = os.listdir("/proc")
+        except OSError:
+            return
+        for name in entries:
+            if not name.isdigit():
+                continue
+            proc = Path("/proc") / name
+            try:
+                stat_line = (proc / "stat").read_bytes()
+                comm, rest = stat_line.split(b"(", 1)[1].rsplit(b")", 1)
+                key = (int(name), int(rest.split()[19]), comm)
+            except (OSError, IndexError, ValueError):
+                continue
+            if key in self._checked:  # environments change only with exec, which changes comm
+                continue
+            self._checked.add(key)
+            try:
+                environ = (proc / "environ").read_bytes()
+                if needle not in environ.split(b"\0"):
+                    continue
+                declared = _env_value(environ, b"COCOTB_RESULTS_FILE")
+                if declared is None or b"libcocotb" not in (proc / "maps").read_bytes():
+                    # not a simulator (pytest, a shell the design started), or not loaded yet
+                    self._checked.discard(key)
+                    continue
+                cwd = os.readlink(proc / "cwd")
+            except (OSError, ValueError):
+                continue
+            host = self._host_path(os.path.normpath(os.path.join(cwd, declared)))
+            if host is not None:
+                self._sims[key[:2]] = host
+
+    def _host_path(self, inside: str) -> str | None:
+        for prefix, folder in sorted(self.mounts.items(), key=lambda item: -len(item[0])):
+            if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
+                return str(folder / inside[len(prefix) :].lstrip("/"))
+        return None
 
     # -- polling fallback -----------------------------------------------------------------
 
@@ -200,6 +289,14 @@ class ResultsWatcher:
         if self._digest.get(key) != digest:
             self._digest[key] = digest
             self.versions.append((key, data))
+
+
+def _env_value(environ: bytes, key: bytes) -> str | None:
+    for item in environ.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and name == key:
+            return os.fsdecode(value)
+    return None
 
 
 def _read(path: Path) -> bytes | None:

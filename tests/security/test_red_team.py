@@ -83,6 +83,20 @@ def test_a_design_that_writes_cocotbs_results_file_fails(runner, when):
     assert result.tests.passed == 0
 
 
+@pytest.mark.parametrize("generation", ["cocotb2", "cocotb1"])
+@pytest.mark.parametrize("rtl", [WRONG, RTL], ids=["wrong", "correct"])
+def test_a_results_file_of_its_own_pads_no_counts(runner, generation, rtl):
+    """Only the results file the simulation was told to write (``COCOTB_RESULTS_FILE`` in
+    the simulator's environment, which the design cannot change) counts."""
+    many = PASSING_XML.replace("</testsuite>", '<testcase name="x" classname="y" />' * 50 + "</testsuite>")
+    extra = _write_file("/code/rundir/sim_build/padding.result.xml", many, "initial")
+    extra += "\n" + _write_file("/code/rundir/results.xml", many, "initial").replace("integer fd;", "")
+    result = runner.run(make_problem(generation), {"rtl/inv.sv": _with(extra, rtl)})
+    expected_pass = rtl is RTL
+    assert result.passed is expected_pass, result.reason
+    assert result.tests.total == 2 and result.tests.passed == (2 if expected_pass else 0), result.tests
+
+
 def test_a_correct_design_is_not_mistaken_for_a_forger(runner):
     result = runner.run(make_problem(), {"rtl/inv.sv": RTL})
     assert result.passed and (result.tests.total, result.tests.passed) == (2, 2)
@@ -160,3 +174,30 @@ def test_a_command_cannot_write_the_toolchain_or_the_harness(runner, tmp_path):
     )
     assert "done" in out.output and out.output.count("Read-only file system") == 3, out.output
     assert (harness / "test_x.py").read_text() == "original"
+
+
+def test_a_verilator_design_rewriting_the_results_file_from_a_shell_fails(runner):
+    """Verilator has ``$system``: a design can start a shell that replaces the results file
+    after cocotb wrote it (even removing it first). More writes than simulations: caught."""
+    from cvdp_gym.data import load_dataset
+    from cvdp_gym.data.bundle import bundled_candidates
+
+    problem = load_dataset("bundled")["cvdp_gym_event_counter_0001"]
+    wrong = next(c for c in bundled_candidates() if c.problem_id == problem.id and c.name == "functional_bug")
+    (path, rtl), = wrong.files.items()
+    target = "/code/rundir/sim_build/test_runner.result.xml"
+    fake = PASSING_XML.replace("test_inv", "test_event_counter")
+    attack = _write_file("/code/rundir/fake.xml", fake, "initial")
+    attack += f'\n  final $system("rm -f {target}; cp /code/rundir/fake.xml {target}");'
+    result = runner.run(problem, {path: _with(attack, rtl)})
+    assert not result.passed
+    assert result.failure_class == "test_failure", result.reason
+
+
+@pytest.mark.docker
+def test_the_docker_backend_catches_the_same_forgeries(docker_runner):
+    many = PASSING_XML.replace("</testsuite>", '<testcase name="x" classname="y" />' * 50 + "</testsuite>")
+    padded = docker_runner.run(make_problem(), {"rtl/inv.sv": _with(_write_file("/code/rundir/sim_build/padding.result.xml", many, "initial"), RTL)})
+    assert padded.passed and (padded.tests.total, padded.tests.passed) == (2, 2), padded.tests
+    forged = docker_runner.run(make_problem(), {"rtl/inv.sv": _with(_write_file("/code/rundir/sim_build/test_inv.result.xml", PASSING_XML))})
+    assert forged.failure_class == "test_failure" and "results file" in forged.reason, forged.reason
