@@ -34,6 +34,7 @@ import select
 import stat
 import struct
 import threading
+import time
 from pathlib import Path
 
 from cvdp_gym.harness.results import TestCounts, is_results_file, results_counts
@@ -77,6 +78,7 @@ class ResultsWatcher:
         tag: str | None = None,
         mounts: dict[str, Path] | None = None,
         interval_s: float = 0.025,
+        scan_interval_s: float = 0.1,
     ) -> None:
         """``roots``: host folders to watch; ``tag``: the value of ``RUN_TAG`` in the run's
         environment; ``mounts``: sandbox path prefix -> host folder, to map declared paths."""
@@ -84,6 +86,7 @@ class ResultsWatcher:
         self.tag = tag
         self.mounts = mounts or {}
         self.interval_s = interval_s
+        self.scan_interval_s = scan_interval_s
         self.versions: list[tuple[str, bytes]] = []  # (path, content) of each version kept
         #: Results files written by someone other than cocotb.
         self._tampered: set[str] = set()
@@ -145,8 +148,11 @@ class ResultsWatcher:
     # -- inotify ------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        next_scan = 0.0
         while not self._stop.is_set():
-            self._find_simulations()
+            if time.monotonic() >= next_scan:  # a /proc scan costs a few ms: not every tick
+                self._find_simulations()
+                next_scan = time.monotonic() + self.scan_interval_s
             if self._fd >= 0:
                 ready, _, _ = select.select([self._fd], [], [], self.interval_s)
                 if ready:
