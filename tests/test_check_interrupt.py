@@ -135,6 +135,19 @@ sys.exit("not interrupted")
 """
 
 
+def interrupt_when(proc: subprocess.Popen, ready: Callable[[], bool], what: str, wait_s: float) -> tuple[str, str, float]:
+    """Send SIGINT once ``ready()``; returns stdout, stderr and the seconds to the exit."""
+    try:
+        wait_for(ready, wait_s, what, proc)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        return stdout, stderr, time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def run_script(tmp_path: Path, modes: list[str], ready: Callable[[Path, list[int]], bool], processes_with) -> tuple[dict, float, Path, str]:
     """Run SCRIPT with these jobs; SIGINT once ``ready(out, running processes)``."""
     marker = f"cvdp-interrupt-{uuid.uuid4().hex}"
@@ -145,19 +158,11 @@ def run_script(tmp_path: Path, modes: list[str], ready: Callable[[Path, list[int
         [sys.executable, str(script), marker, str(out), ",".join(modes)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
     )
-    try:
 
-        def running() -> list[int]:
-            return [pid for pid in processes_with(marker) if pid != proc.pid]
+    def running() -> list[int]:
+        return [pid for pid in processes_with(marker) if pid != proc.pid]
 
-        wait_for(lambda: ready(out, running()), 60, "the jobs to get going", proc)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=30)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    stdout, stderr, took = interrupt_when(proc, lambda: ready(out, running()), "the jobs to get going", 60)
     assert proc.returncode == 130, stdout + stderr
     return json.loads(stdout.strip().splitlines()[-1]), took, out, marker
 
@@ -211,15 +216,7 @@ def interrupt_check(args: list[str], out: Path, enough: int, processes_with: Cal
 def sigint_when(proc: subprocess.Popen, ready: Callable[[], bool], what: str) -> tuple[str, str]:
     """Send SIGINT once ``ready()``; check the exit (130, soon, a resume hint). Returns
     stdout and a description of both outputs for assertion messages."""
-    try:
-        wait_for(ready, 300, what, proc)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    stdout, stderr, took = interrupt_when(proc, ready, what, 300)
     print(f"cvdp-gym check exited {took:.2f} s after SIGINT (required: 2 s)")
     said = f"\nstdout:\n{stdout}\nstderr:\n{stderr}"
     assert proc.returncode == 130, said

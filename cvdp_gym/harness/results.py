@@ -238,8 +238,8 @@ def classify_failure(
     ``output`` is the console output; ``build_logs`` the compiler/simulator log files the
     harness wrote (cocotb sends the compiler's output there, not to the console);
     ``tests`` the counts from cocotb's results files (not from console text, which the
-    design can print). ``gaps``:
-    the toolchain is the host's older Icarus, whose ``sorry:`` means ``toolchain_gap``.
+    design can print). ``gaps``: the toolchain is the host's older Icarus, whose located
+    ``sorry:`` diagnostic means ``toolchain_gap``.
     """
     if tests.failed:
         return TEST_FAILURE, f"{tests.failed} of {tests.total} cocotb tests failed"

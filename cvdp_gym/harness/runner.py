@@ -198,7 +198,7 @@ class HarnessRunner:
         tag = uuid.uuid4().hex
         environment = {"HOME": "/code/rundir", **service.environment, RUN_TAG: tag}
         watched = {m.target: m.source for m in mounts if m.writable}
-        with ResultsWatcher([run_dir / "code" / "rundir", run_dir / "rundir"], tag=tag, mounts=watched) as watcher:
+        with ResultsWatcher(_writable_roots(run_dir), tag=tag, mounts=watched) as watcher:
             outcome = self.sandbox.run(
                 service.command,
                 mounts=mounts,
@@ -337,28 +337,27 @@ class HarnessRunner:
         return parsed.ok and (not top or top in parsed.modules)
 
 
-def _writable_files(run_dir: Path) -> list[Path]:
-    """Regular files (never links) in the folders a harness run could write."""
-    found = []
-    for root in (run_dir / "code" / "rundir", run_dir / "rundir"):
-        if root.exists():
-            found += [p for p in sorted(root.rglob("*")) if not p.is_symlink() and p.is_file()]
-    return found
+def _writable_roots(run_dir: Path) -> list[Path]:
+    """The folders a harness run can write: its run directory, seen at /code/rundir and /rundir."""
+    return [run_dir / "code" / "rundir", run_dir / "rundir"]
 
 
 def _read_logs(run_dir: Path) -> str:
     """The tails of the compiler and simulator logs the harness left in its writable folders."""
     chunks: list[str] = []
-    for path in _writable_files(run_dir):
-        if path.suffix != ".log":
+    for root in _writable_roots(run_dir):
+        if not root.exists():
             continue
-        try:  # a link made inside the sandbox must not make us read host files
-            with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                handle.seek(max(0, size - _LOG_READ_BYTES))
-                chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
-        except OSError:
-            continue
+        for path in sorted(root.rglob("*.log")):
+            if path.is_symlink() or not path.is_file():
+                continue  # a link made inside the sandbox must not make us read host files
+            try:
+                with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+                    size = os.fstat(handle.fileno()).st_size
+                    handle.seek(max(0, size - _LOG_READ_BYTES))
+                    chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
+            except OSError:
+                continue
     return "\n".join(chunks)
 
 
