@@ -18,6 +18,8 @@ from typing import Any
 
 from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem
+from cvdp_gym.grading.executors import GradeExecutor
+from cvdp_gym.grading.jobs import RunnerSpec, harness_job
 from cvdp_gym.harness.results import PASSED, HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.interrupt import Children, sigint_ignored
@@ -164,8 +166,12 @@ def run_jobs(
     out_path: Path | None = None,
     resume: bool = False,
     on_done: Callable[[CheckOutcome], None] | None = None,
+    executor: GradeExecutor | None = None,
 ) -> list[CheckOutcome]:
     """Run every job (in parallel threads), appending each outcome to ``out_path``.
+
+    ``executor``: run the harnesses there (processes, a Ray cluster) instead of in the
+    threads; ``jobs_parallel`` should then be its capacity.
 
     On Ctrl-C (``KeyboardInterrupt`` in the calling thread) raises ``CheckInterrupted``
     within about ``STOP_TIMEOUT_S``: jobs that finished before the signal are kept (and
@@ -187,8 +193,19 @@ def run_jobs(
     todo = [j for j in jobs if j.key not in done]
     finished: dict[Future[CheckOutcome], CheckOutcome] = {}
 
+    spec = RunnerSpec.of(runner) if executor is not None else None
+    remote: set[Future[HarnessResult]] = set()
+
     def run_one(job: CheckJob) -> CheckOutcome:
-        result = runner.run(job.problem, job.files)
+        if executor is None:
+            result = runner.run(job.problem, job.files)
+        else:
+            sent = executor.submit(harness_job, spec, job.problem, job.files)
+            remote.add(sent)
+            try:
+                result = sent.result()
+            finally:
+                remote.discard(sent)
         return CheckOutcome(job.key, job.problem.id, job.name, job.expected, result)
 
     def record(future: Future[CheckOutcome]) -> None:
@@ -216,6 +233,8 @@ def run_jobs(
             record(future)
     except KeyboardInterrupt:
         with sigint_ignored():
+            for sent in list(remote):
+                executor.cancel(sent)
             running = _stop(runner, pool, futures, ours, record)
         kept = _in_order([*outcomes, *finished.values()], jobs)
         raise CheckInterrupted(kept, len(jobs) - len(kept), running) from None

@@ -23,7 +23,7 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", help="JSON or YAML f
 BackendOpt = Annotated[str | None, typer.Option(help="'local' (transformers + peft, in process) or 'tinker' (the hosted service).")]
 StudentOpt = Annotated[str | None, typer.Option(help="Model to train: a Tinker model name, a local model directory, or a saved state.")]
 TeacherOpt = Annotated[str | None, typer.Option(help="Teacher for distillation: a model name, a model directory or a saved state.")]
-EnvOpt = Annotated[str | None, typer.Option(help="CVDP-SingleShot-v0 or CVDP-Agentic-v0.")]
+EnvOpt = Annotated[str | None, typer.Option(help="CVDP-SingleShot-v0, CVDP-Refine-v0 (answers with grader feedback) or CVDP-Agentic-v0.")]
 DatasetOpt = Annotated[str | None, typer.Option(help="'bundled', a CVDP JSONL path, or 'hf[:PATTERN]'.")]
 StepsOpt = Annotated[int | None, typer.Option(help="Optimiser steps.")]
 GroupSizeOpt = Annotated[int | None, typer.Option(help="Samples per problem; a group shares one problem.")]
@@ -42,6 +42,8 @@ ResumeOpt = Annotated[bool, typer.Option(help="Continue from the run directory's
 SeedOpt = Annotated[int | None, typer.Option(help="Seed for problem order and sampling.")]
 SandboxOpt = Annotated[str | None, typer.Option("--sandbox", help="Where answers are graded: bubblewrap (default) or docker.")]
 ToolchainOpt = Annotated[str | None, typer.Option("--toolchain", help="root (the pinned Icarus 13 root, default) or host.")]
+ExecutorOpt = Annotated[str | None, typer.Option("--grade-executor", help="Where simulations run: threads, processes[:N] or ray[:ADDRESS].")]
+DeadlineOpt = Annotated[float | None, typer.Option("--grade-deadline", help="Seconds an answer may take to be graded after it is sampled; late ones are dropped (see late_answers).")]
 
 
 def _config(config_file: Path | None, mode: str, **overrides: Any) -> TrainConfig:
@@ -82,14 +84,15 @@ def rl(
     lr: LrOpt = None, lora_rank: RankOpt = None, max_tokens: MaxTokensOpt = None, temperature: TempOpt = None,
     loss_fn: LossOpt = None, max_steps_off_policy: OffPolicyOpt = None, lr_warmup_steps: WarmupOpt = None,
     run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
-    sandbox: SandboxOpt = None, toolchain: ToolchainOpt = None,
+    sandbox: SandboxOpt = None, toolchain: ToolchainOpt = None, grade_executor: ExecutorOpt = None,
+    grade_deadline: DeadlineOpt = None,
 ) -> None:
     """Reinforcement learning on the environment's reward (no teacher)."""
     _train("rl", config, resume, backend=backend, student=student, env=env, dataset=dataset, steps=steps,
            group_size=group_size, groups_per_step=groups_per_step, learning_rate=lr, lora_rank=lora_rank,
            max_tokens=max_tokens, temperature=temperature, loss_fn=loss_fn, max_steps_off_policy=max_steps_off_policy,
            lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed, grade_sandbox=sandbox,
-           grade_toolchain=toolchain)
+           grade_toolchain=toolchain, grade_executor=grade_executor, grade_deadline_s=grade_deadline)
 
 
 @app.command()
@@ -100,7 +103,8 @@ def distill(
     temperature: TempOpt = None, kl_penalty_coef: KlOpt = None, kl_discount_factor: KlDiscountOpt = None,
     loss_fn: LossOpt = None, max_steps_off_policy: OffPolicyOpt = None, lr_warmup_steps: WarmupOpt = None,
     run_dir: RunDirOpt = None, resume: ResumeOpt = False, seed: SeedOpt = None,
-    sandbox: SandboxOpt = None, toolchain: ToolchainOpt = None,
+    sandbox: SandboxOpt = None, toolchain: ToolchainOpt = None, grade_executor: ExecutorOpt = None,
+    grade_deadline: DeadlineOpt = None,
 ) -> None:
     """On-policy distillation: the environment's reward plus the teacher's per-token reverse KL."""
     _train("distill", config, resume, backend=backend, student=student, teacher=teacher, env=env, dataset=dataset,
@@ -108,7 +112,7 @@ def distill(
            max_tokens=max_tokens, temperature=temperature, kl_penalty_coef=kl_penalty_coef,
            kl_discount_factor=kl_discount_factor, loss_fn=loss_fn, max_steps_off_policy=max_steps_off_policy,
            lr_warmup_steps=lr_warmup_steps, run_dir=run_dir, seed=seed, grade_sandbox=sandbox,
-           grade_toolchain=toolchain)
+           grade_toolchain=toolchain, grade_executor=grade_executor, grade_deadline_s=grade_deadline)
 
 
 @app.command()
@@ -153,6 +157,8 @@ def evaluate_cmd(
         if key in report:
             value = report[key]
             table.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
+    for attempt, rate in enumerate(report.get("pass_after_attempt", []), start=1):  # CVDP-Refine-v0
+        table.add_row(f"pass rate within {attempt} answer(s)", f"{rate:.3f}")
     table.add_row("failure classes", json.dumps(report["failure_classes"]))
     console.print(table)
     if out:
@@ -180,16 +186,20 @@ def plot(
 def demo(
     out: Annotated[Path, typer.Option(help="Run directory of the whole demo (every stage resumes from it).")] = Path("runs/demo"),
     rl: Annotated[bool, typer.Option(help="Also run RL (reward only, no teacher) from the same weak student.")] = True,
+    with_curriculum: Annotated[bool, typer.Option(help="Then also compare adaptive vs uniform problem sampling and evaluate refinement with grader feedback (opt-in, several more minutes).")] = False,
 ) -> None:
     """The mission in miniature, offline: tiny teacher SFT, weak student, on-policy
     distillation (and RL beside it), pass rates measured by the real simulator, and a plot."""
     from dataclasses import replace
 
-    from rtl_trainer.demo import DemoSettings, run_demo
+    from rtl_trainer.demo import DemoSettings, run_curriculum_demo, run_demo
 
     settings = DemoSettings() if rl else replace(DemoSettings(), rl_steps=0)
     summary = run_demo(out, settings, console=console)
     console.print(f"summary: {out / 'summary.json'}; plot: {summary['plot']}")
+    if with_curriculum:
+        curriculum = run_curriculum_demo(out, settings, console=console)
+        console.print(f"curriculum: {out / 'curriculum.json'}; plot: {curriculum['plot']}")
 
 
 @app.command()

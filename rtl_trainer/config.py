@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from cvdp_gym.grading.executors import parse_executor
+
 PRICE_KEYS = ("train", "prefill", "sample", "teacher_prefill")
 
 
@@ -50,6 +52,17 @@ class TrainConfig:
     normalize_advantages_std: bool = False
     drop_constant_groups: bool = False
     max_turns: int = 8  # agentic episodes
+    # Which problems each step draws (rtl_trainer.loop.curriculum): uniform | difficulty | adaptive.
+    problem_sampler: str = "uniform"
+    curriculum_threshold: float = 0.5  # difficulty: pass rate that advances a stage
+    curriculum_window: int = 32  # difficulty: latest samples of the stage that rate counts
+    adaptive_patience: int = 2  # adaptive: constant (all-pass/all-fail) groups in a row before a skip
+    adaptive_skip_steps: int = 4  # adaptive: steps a constant problem sits out
+    adaptive_mixed_weight: float = 3.0  # adaptive: draw weight of problems whose last group was mixed
+    # CVDP-Refine-v0: answers per episode, feedback mode and how attempts make the reward.
+    refine_max_attempts: int = 3
+    refine_feedback: str = "interface"  # compile | interface | tests
+    refine_episode_reward: str = "final"  # final | best | final_minus_cost
     rollout_timeout_s: float = 600.0
     grade_workers: int = 2
     teacher_workers: int = 4  # teacher scoring requests in flight while grading runs
@@ -57,6 +70,15 @@ class TrainConfig:
     grade_cache: bool = True  # reuse verdicts of identical answers (SQLite, by content hash)
     grade_sandbox: str = "bubblewrap"  # or "docker": harnesses in containers of their image
     grade_toolchain: str = "root"  # the pinned Icarus 13 root; "host": the machine's own simulators
+    # Where simulations run: "threads" (grade_workers threads here), "processes[:N]", or
+    # "ray[:ADDRESS]" (one Ray task per answer on the cluster's CPUs; see the README).
+    grade_executor: str = "threads"
+    # Seconds an answer may take to be graded after it is sampled (so the step waits at most
+    # this long after its last sample); None: wait for every verdict. Late answers are
+    # "drop"ped from the batch (default: a slow verdict says nothing about the answer) or
+    # scored "timeout" (as a harness timeout: format credit only).
+    grade_deadline_s: float | None = None
+    late_answers: str = "drop"
     save_every: int = 5
     # USD per million tokens, for a per-step cost estimate in metrics.jsonl: any of
     # "train", "prefill", "sample", "teacher_prefill" (the service bills hourly, not per step).
@@ -112,6 +134,17 @@ class TrainConfig:
             raise ValueError(f"grade_sandbox must be bubblewrap or docker, not {self.grade_sandbox!r}")
         if self.grade_toolchain not in ("root", "host"):
             raise ValueError(f"grade_toolchain must be root or host, not {self.grade_toolchain!r}")
+        parse_executor(self.grade_executor)
+        if self.grade_deadline_s is not None and self.grade_deadline_s <= 0:
+            raise ValueError("grade_deadline_s must be > 0 (or None to wait for every verdict)")
+        if self.late_answers not in ("drop", "timeout"):
+            raise ValueError(f"late_answers must be drop or timeout, not {self.late_answers!r}")
+        if self.problem_sampler not in ("uniform", "difficulty", "adaptive"):
+            raise ValueError(f"problem_sampler must be uniform, difficulty or adaptive, not {self.problem_sampler!r}")
+        if not 0.0 <= self.curriculum_threshold <= 1.0 or self.curriculum_window < 1:
+            raise ValueError("curriculum_threshold must be in [0, 1] and curriculum_window >= 1")
+        if self.adaptive_patience < 1 or self.adaptive_skip_steps < 0 or self.adaptive_mixed_weight <= 0:
+            raise ValueError("adaptive_patience must be >= 1, adaptive_skip_steps >= 0, adaptive_mixed_weight > 0")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ValueError("group_size and groups_per_step must be >= 1, steps >= 0")
 

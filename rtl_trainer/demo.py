@@ -80,6 +80,13 @@ class DemoSettings:
     #: more than doubled); the loss reweights the samples to the temperature-1 policy.
     temperature: float = 0.6
     seed: int = 0
+    # ``--with-curriculum``: RL with uniform vs adaptive problem sampling from the weak
+    # student (fewer problems per step than there are, so the sampler has a choice), and
+    # the weak student's pass@1 on CVDP-Refine-v0 after 1 and after ``refine_attempts`` answers.
+    curriculum_steps: int = 12
+    curriculum_groups_per_step: int = 3
+    refine_attempts: int = 3
+    refine_eval_samples: int = 4
 
 
 def base_config(out: Path, s: DemoSettings) -> TrainConfig:
@@ -149,26 +156,27 @@ def _last_state(run_dir: Path, steps: int) -> str | None:
     return checkpoint["state_path"] if checkpoint and checkpoint["step"] == steps - 1 else None
 
 
-def eval_stage(label: str, state: str, model_dir: Path, out: Path, base: TrainConfig, s: DemoSettings) -> dict[str, Any]:
+def eval_stage(label: str, state: str, model_dir: Path, out: Path, base: TrainConfig, s: DemoSettings,
+               samples: int | None = None) -> dict[str, Any]:
     cache = out / "evals" / f"{label}.json"
     if cache.exists():
         return json.loads(cache.read_text())
     service = _service(model_dir, out / "evals")
     sampler = service.create_sampling_client(model_path=state)
     renderer = get_renderer(FAMILY, sampler.get_tokenizer())
-    report = evaluate(replace(base, student=state), sampler, renderer, samples=s.eval_samples, temperature=s.temperature)
+    report = evaluate(replace(base, student=state), sampler, renderer, samples=samples or s.eval_samples, temperature=s.temperature)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(report, indent=2))
     return report
 
 
 def train_stage(mode: str, student_state: str, teacher_state: str | None, model_dir: Path, steps: int,
-                out: Path, base: TrainConfig, s: DemoSettings, console: Console) -> str:
-    run_dir = out / mode
+                out: Path, base: TrainConfig, s: DemoSettings, console: Console, name: str | None = None) -> str:
+    run_dir = out / (name or mode)
     done = _last_state(run_dir, steps)
     if done:
         return done
-    console.rule(f"{mode}: {steps} steps from the weak student")
+    console.rule(f"{name or mode}: {steps} steps from the weak student")
     config = replace(
         base, mode=mode, student=student_state, teacher=teacher_state, steps=steps, learning_rate=s.rl_lr,
         lr_warmup_steps=s.rl_warmup_steps,
@@ -251,5 +259,68 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
         f"({learning['pass_rate_rise']:+.2f}); teacher KL {learning['teacher_kl_first_steps']:.3f} -> "
         f"{learning['teacher_kl_last_steps']:.3f} (mean of the first and last {ends} steps)"
     )
+    console.print(f"stage times (s): {json.dumps({k: round(v, 1) for k, v in times.items()})}; plot: {plot}")
+    return summary
+
+
+def run_curriculum_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None,
+                        console: Console | None = None) -> dict[str, Any]:
+    """``rtl-train demo --with-curriculum``: adaptive vs uniform problem sampling for RL from
+    the same weak student and the same steps, and a refinement evaluation of that student
+    (pass@1 after 1 and after ``refine_attempts`` answers with grader feedback). Reuses
+    the main demo's models and weak student (building them if absent); writes
+    ``curriculum.json`` and ``curriculum.png``."""
+    s = settings or DemoSettings()
+    console = console or Console()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    base = base_config(out, s)
+    started = time.monotonic()
+    _, student_dir = build_models(out, base)
+    weak = sft_stage("student-sft", student_dir, s.student_sft_steps, out, base, s, console, source=STUDENT_SOURCE)
+    times: dict[str, float] = {}
+    runs: dict[str, Any] = {}
+    for sampler in ("uniform", "adaptive"):
+        t = time.monotonic()
+        name = f"rl-{sampler}"
+        config = replace(base, groups_per_step=s.curriculum_groups_per_step, problem_sampler=sampler,
+                         adaptive_patience=1, adaptive_skip_steps=2)
+        state = train_stage("rl", weak, None, student_dir, s.curriculum_steps, out, config, s, console, name=name)
+        report = eval_stage(f"student_{name}", state, student_dir, out, base, s)
+        rows = RunLog(out / name).metrics()
+        runs[sampler] = {
+            "pass_rate": report["pass_rate"],
+            "mean_reward": report["mean_reward"],
+            **{key: sum(r.get(key, 0.0) for r in rows) / max(1, len(rows))
+               for key in ("by_group/frac_mixed", "by_group/frac_all_good", "by_group/frac_all_bad")},
+            "train_pass_rate_last_4": sum(r["env/all/pass_rate"] for r in rows[-4:]) / max(1, len(rows[-4:])),
+        }
+        times[name] = time.monotonic() - t
+    t = time.monotonic()
+    start = eval_stage("student_start", weak, student_dir, out, base, s)
+    refine_base = replace(base, env="CVDP-Refine-v0", refine_max_attempts=s.refine_attempts)
+    refine = eval_stage("student_start_refine", weak, student_dir, out, refine_base, s, samples=s.refine_eval_samples)
+    times["evals"] = time.monotonic() - t
+    after = refine.get("pass_after_attempt") or [0.0]
+    refinement = {"pass@1_after_1": after[0], f"pass@1_after_{s.refine_attempts}": after[-1],
+                  "pass_after_attempt": after, "feedback": refine_base.refine_feedback,
+                  "samples_per_problem": s.refine_eval_samples}
+    times["total"] = time.monotonic() - started
+    plot = plot_runs([out / "rl-uniform", out / "rl-adaptive"], out / "curriculum.png",
+                     ("env/all/pass_rate", "by_group/frac_mixed", "by_group/frac_all_bad", "by_group/frac_all_good"),
+                     title="RL from the weak student: uniform vs adaptive problem sampling")
+    summary = {"start_pass_rate": start["pass_rate"], "runs": runs, "refinement": refinement, "times_s": times,
+               "plot": str(plot), "settings": asdict(s)}
+    (out / "curriculum.json").write_text(json.dumps(summary, indent=2))
+    table = Table(title=f"problem sampling: {s.curriculum_steps} RL steps, {s.curriculum_groups_per_step} of "
+                        f"{len(s.ids)} problems per step (start pass rate {start['pass_rate']:.2f})")
+    for column in ("sampler", "pass rate after", "mean reward", "mixed groups", "all-good", "all-bad"):
+        table.add_column(column)
+    for sampler, r in runs.items():
+        table.add_row(sampler, f"{r['pass_rate']:.2f}", f"{r['mean_reward']:.3f}", f"{r['by_group/frac_mixed']:.2f}",
+                      f"{r['by_group/frac_all_good']:.2f}", f"{r['by_group/frac_all_bad']:.2f}")
+    console.print(table)
+    console.print(f"refinement ({refinement['feedback']} feedback): pass@1 after 1 answer {after[0]:.2f}, "
+                  f"after {len(after)} answers {after[-1]:.2f}")
     console.print(f"stage times (s): {json.dumps({k: round(v, 1) for k, v in times.items()})}; plot: {plot}")
     return summary

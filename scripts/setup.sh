@@ -33,6 +33,12 @@ want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[setup] installing the project into .venv (extras: $EXTRAS)"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]"
+  case ",$EXTRAS," in
+    *,dev,*|*,tinker-cookbook,*)
+      # Its tml-renderers>=0.4.1 requirement is not on PyPI (see pyproject.toml); the rest
+      # of its dependencies come with the tinker-cookbook extra.
+      .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "tinker-cookbook==0.6.1" ;;
+  esac
   .venv/bin/python -c "import cvdp_gym"
   echo "$want" > "$stamp"
 fi

@@ -110,3 +110,65 @@ def _processes_with(marker: str) -> list[int]:
 @pytest.fixture
 def processes_with():
     return _processes_with
+
+
+@pytest.fixture(scope="session")
+def bundled_jobs():
+    """Every bundled reference and known-wrong candidate, as ``cvdp-gym check`` jobs."""
+    from cvdp_gym.check import build_jobs
+    from cvdp_gym.data import bundled_candidates, load_dataset
+
+    return build_jobs(load_dataset("bundled"), bundled_candidates())
+
+
+@pytest.fixture(scope="session")
+def bundled_results(runner, bundled_jobs):
+    """Each bundled job's ``HarnessResult`` on bubblewrap (threads), run once per session and
+    shared by the bundled-set, backend-parity and Ray tests."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda job: runner.run(job.problem, job.files), bundled_jobs))
+    return {job.key: result for job, result in zip(bundled_jobs, results, strict=True)}
+
+
+def verdict_summary(result) -> tuple:
+    """What must agree between backends: verdict, failure class and cocotb test counts."""
+    tests = result.tests
+    return result.verdict, result.failure_class, (tests.total, tests.passed, tests.failed, tests.skipped)
+
+
+#: An initial block that spins forever at simulation time 0: compiles, never finishes.
+SPIN = "  integer cvdp_spin = 0;\n  initial while (cvdp_spin >= 0) cvdp_spin = cvdp_spin + 0;\n"
+
+
+def hanging_answer(problem) -> dict[str, str]:
+    """``problem``'s reference with ``SPIN`` added to its module: a hang only a deadline ends."""
+    path, text = next(iter(problem.reference.items()))
+    cut = text.rindex("endmodule")
+    return {path: text[:cut] + SPIN + text[cut:]}
+
+
+def sandboxes_under(ancestors: set[int]) -> dict[int, int]:
+    """bwrap processes whose ancestry reaches one of ``ancestors``: pid -> that ancestor."""
+    from cvdp_gym.interrupt import proc_info
+
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("bwrap"):
+                continue
+        except OSError:
+            continue
+        pid = parent = int(entry.name)
+        for _ in range(12):
+            info = proc_info(parent)
+            if info is None:
+                break
+            if info.ppid in ancestors:
+                found[pid] = info.ppid
+                break
+            parent = info.ppid
+    return found

@@ -13,14 +13,14 @@ CANDIDATES = bundled_candidates()
 
 
 @pytest.mark.parametrize("problem", PROBLEMS.problems, ids=PROBLEMS.ids)
-def test_reference_passes(runner, problem):
-    result = runner.run(problem, problem.reference)
+def test_reference_passes(bundled_results, problem):
+    result = bundled_results[f"{problem.id}::reference"]
     assert result.passed, f"{result.failure_class}: {result.reason}\n{result.log_tail}"
     assert result.tests.total > 0 and result.tests.failed == 0
 
 
 @pytest.mark.parametrize("candidate", CANDIDATES, ids=[f"{c.problem_id}-{c.name}" for c in CANDIDATES])
-def test_known_wrong_candidate_fails_as_expected(runner, candidate):
-    result = runner.run(PROBLEMS[candidate.problem_id], candidate.files)
+def test_known_wrong_candidate_fails_as_expected(bundled_results, candidate):
+    result = bundled_results[f"{candidate.problem_id}::{candidate.name}"]
     assert not result.passed
     assert result.failure_class == candidate.expected_class, f"{result.reason}\n{result.log_tail}"

@@ -99,12 +99,14 @@ def test_sft_lowers_the_loss(tiny, tmp_path):
 
 def test_rl_steps_write_metrics_rollouts_and_checkpoints(tiny, tmp_path):
     run = tmp_path / "rl"
-    config = base_config(run, mode="rl", student=str(tiny), steps=2)
+    # Simulations in worker processes, with a per-answer grading deadline.
+    config = base_config(run, mode="rl", student=str(tiny), steps=2, grade_executor="processes:2", grade_deadline_s=120)
     Trainer(config, service(tiny, run)).run()
     rows = RunLog(run).metrics()
     assert [r["step"] for r in rows] == [0, 1]
     for row in rows:
-        assert set(row) >= REQUIRED_METRICS, REQUIRED_METRICS - set(row)
+        assert set(row) >= REQUIRED_METRICS | {"grade/late", "grade/late_frac"}, REQUIRED_METRICS - set(row)
+        assert row["grade/late"] == 0
         assert row["rollouts"] == 4 and row["tokens/sampled"] > 0
         assert 0.0 <= row["time/grade_wait_share"] <= 1.0
     rollouts = [json.loads(line) for line in (run / "rollouts" / "step_00000.jsonl").read_text().splitlines()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from cvdp_gym.parsers import (
     ParsedTurn,
     ToolCall,
     format_tool_response,
+    parse_assistant_message,
     parse_tool_calls,
 )
 from cvdp_gym.sandbox import BubblewrapSandbox
@@ -68,7 +70,12 @@ class AgenticEnv(CVDPEnvBase):
 
     Observation: ``reset``: the system message, a blank line, the prompt; ``step``: the
     formatted tool results of the turn, joined by newlines ("" when there were none).
-    Action: the assistant's raw text for one turn (tool-call markup included).
+    Action: the assistant's raw text for one turn (tool-call markup included), or, for
+    native function calling, its chat message as an OpenAI-compatible server returns it:
+    ``{"content": str | None, "tool_calls": [{"id", "type": "function", "function":
+    {"name", "arguments": JSON text or object}}]}`` (see :func:`parse_assistant_message`;
+    the content is then never searched for calls, and ``tool_format`` only sets how the
+    observation is rendered).
 
     ``reset(seed=None, options={"problem_id": ...})`` info:
         - ``messages``: ``[{"role": "system", ...}, {"role": "user", ...}]``.
@@ -83,12 +90,14 @@ class AgenticEnv(CVDPEnvBase):
         - ``malformed_calls``: malformed tool calls so far (bad JSON, unknown tool, missing
           ``command``); each is explained to the model in the observation.
         - ``tool_messages``: this turn's results as ``{"role": "tool", "name", "content"}``
-          chat messages (unformatted, for a trainer's own chat template).
+          chat messages (unformatted, for a trainer's own chat template); for a message
+          action each also has the ``tool_call_id`` it answers.
         - ``assistant_message``: the turn as ``{"role": "assistant", "content",
           "tool_calls": [{"type": "function", "function": {"name", "arguments"}}]}``
           (plus ``reasoning_content`` when the turn had thinking).
         - ``format``: the tool-call format found in this turn (``qwen``, ``qwen3_coder``,
-          ``harmony``, ``bash`` for a fenced shell block in ``auto`` mode, or ``none``).
+          ``harmony``, ``bash`` for a fenced shell block in ``auto`` mode, ``native`` for a
+          message action, or ``none``).
         - ``cwd``: the working directory the next command starts in.
         - ``shaping``: the step-shaping bonus in this step's reward (0.0 unless enabled).
     and on the last step (terminated or truncated), also:
@@ -168,15 +177,20 @@ class AgenticEnv(CVDPEnvBase):
         }
         return observation, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str | Mapping[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.problem is None or self.workspace is None or self._done:
             raise RuntimeError("call reset() before step(): the episode is over or not started")
-        if not isinstance(action, str):
-            raise TypeError(f"the action must be the assistant's text (str), got {type(action).__name__}")
+        if isinstance(action, str):
+            parsed, call_ids = parse_tool_calls(action, self.tool_format), None
+        elif isinstance(action, Mapping):
+            parsed, call_ids = parse_assistant_message(action)
+        else:
+            raise TypeError(f"the action must be the assistant's text (str) or chat message (dict), got {type(action).__name__}")
         self._turn += 1
-        parsed = parse_tool_calls(action, self.tool_format)
         fmt = self._response_format(parsed)
         messages, finished, bonus = self._run_calls(parsed)
+        for message, call_id in zip(messages, call_ids or (), strict=False):
+            message["tool_call_id"] = call_id
         observation = "\n".join(format_tool_response(m["content"], fmt, m["name"]) for m in messages)
         self._last_observation = observation
         info: dict[str, Any] = {

@@ -11,6 +11,7 @@ import gymnasium as gym
 from cvdp_gym.data import Dataset, Problem, load_dataset
 from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.grading import GradeCache, Grader, GradeResult, make_reward
+from cvdp_gym.grading.executors import GradeExecutor
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions
 from cvdp_gym.sandbox import BubblewrapSandbox, Limits, make_sandbox
@@ -29,18 +30,21 @@ def make_grader(
     cache: bool | str | Path | GradeCache | None = True,
     lint: bool = True,
     interface: bool = True,
+    executor: str | GradeExecutor | None = None,
 ) -> Grader:
     """A grader from environment options (``cache=True``: the default cache file).
 
     ``sandbox``: ``"bubblewrap"`` (default), ``"docker"`` or a sandbox object; ``toolchain``:
-    ``"root"`` (default, the pinned Icarus 13 root) or ``"host"`` (the explicit fallback).
+    ``"root"`` (default, the pinned Icarus 13 root) or ``"host"`` (the explicit fallback);
+    ``executor``: where simulations run (``threads[:N]``, ``processes[:N]``, ``ray[:ADDRESS]``,
+    or an executor object shared by several graders); ``None``: in the calling thread.
     """
     runner = HarnessRunner(make_sandbox(sandbox, toolchain=toolchain), RunOptions(limits=Limits(wall_s=timeout_s)))
     if cache is True:
         cache = GradeCache()
     elif cache is False:
         cache = None
-    return Grader(runner, cache=cache, lint=lint, interface=interface)
+    return Grader(runner, cache=cache, lint=lint, interface=interface, executor=executor)
 
 
 class CVDPEnvBase(gym.Env[str, str]):
@@ -65,6 +69,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         lint: bool = True,
         interface_check: bool = True,
         grader: Grader | None = None,
+        executor: str | GradeExecutor | None = None,
         render_mode: str | None = None,
     ) -> None:
         if isinstance(dataset, Dataset):
@@ -77,7 +82,8 @@ class CVDPEnvBase(gym.Env[str, str]):
             raise ValueError(f"no {kind} problems in {dataset or 'the bundled set'} with these filters")
         self._by_id = {p.id: p for p in self.problems}
         self.grader = grader or make_grader(
-            sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache, lint=lint, interface=interface_check
+            sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache, lint=lint,
+            interface=interface_check, executor=executor,
         )
         self.reward_fn = make_reward(reward, interface_credit=interface_credit)
         self.render_mode = render_mode
@@ -87,6 +93,13 @@ class CVDPEnvBase(gym.Env[str, str]):
         #: The last ``GradeResult`` (timings, cache hit, files): kept out of ``info`` so that
         #: equal answers give equal info, as Gymnasium's determinism check expects.
         self.last_grade: GradeResult | None = None
+
+    def _deadline(self, options: dict[str, Any] | None) -> float | None:
+        """``options["grading_deadline"]``: a ``time.time()`` after which grading stops."""
+        value = (options or {}).get("grading_deadline")
+        if value is not None and not isinstance(value, (int, float)):
+            raise TypeError(f"grading_deadline must be a time.time() number, got {type(value).__name__}")
+        return None if value is None else float(value)
 
     def _choose(self, options: dict[str, Any] | None) -> Problem:
         problem_id = (options or {}).get("problem_id")
@@ -109,5 +122,6 @@ class CVDPEnvBase(gym.Env[str, str]):
             "extraction": result.extraction,
             "log_tail": result.log_tail,
             "excluded": result.excluded,
+            "late": result.late,
             "reward": reward,
         }

@@ -23,9 +23,13 @@ class SingleShotEnv(CVDPEnvBase):
     ('bubblewrap' or 'docker'), ``toolchain`` ('root': the pinned Icarus 13 root, the
     default; 'host': the machine's own simulators, an explicit fallback), ``reward`` ('shaped' | 'partial' | 'binary' | callable),
     ``interface_credit``, ``timeout_s`` per harness service, ``cache`` (True: the default
-    SQLite file; a path; False), ``lint`` and ``interface_check`` stages.
+    SQLite file; a path; False), ``lint`` and ``interface_check`` stages, ``executor``
+    (where simulations run: 'threads[:N]', 'processes[:N]', 'ray[:ADDRESS]' or an executor
+    object; default: the calling thread).
 
-    ``reset(seed=None, options={"problem_id": ...})`` info:
+    ``reset(seed=None, options={"problem_id": ..., "grading_deadline": ...})``: the optional
+    deadline is a ``time.time()``; an answer not graded by then is scored ``timeout`` with
+    ``info["late"]`` set (its simulation is cancelled). ``reset`` info:
         - ``messages``: ``[{"role": "system", ...}, {"role": "user", ...}]`` to render with a
           chat template.
         - ``problem``: id, category, difficulty, targets, context file names, source.
@@ -43,6 +47,7 @@ class SingleShotEnv(CVDPEnvBase):
         - ``extraction``: how the code was found (method, blocks, missing targets, think).
         - ``log_tail``: the end of the compiler or simulator output (bounded).
         - ``excluded``: not the answer's fault (toolchain gap, unsupported): leave it out.
+        - ``late``: not graded by the ``grading_deadline`` (scored ``timeout``).
         - ``reward``: the reward returned.
 
     ``env.unwrapped.last_grade`` holds the full ``GradeResult`` (stage timings, cache hit,
@@ -54,6 +59,7 @@ class SingleShotEnv(CVDPEnvBase):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self.problem = self._choose(options)
+        self._grading_deadline = self._deadline(options)
         messages = single_shot_messages(self.problem)
         self._done = False
         return messages[-1]["content"], {"messages": messages, "problem": self.problem.metadata()}
@@ -63,7 +69,7 @@ class SingleShotEnv(CVDPEnvBase):
             raise RuntimeError("call reset() before step(): each episode takes one answer")
         if not isinstance(action, str):
             raise TypeError(f"the action must be the answer text (str), got {type(action).__name__}")
-        result = self.grader.grade_response(self.problem, action)
+        result = self.grader.grade_response(self.problem, action, deadline=self._grading_deadline)
         reward = float(self.reward_fn(result))
         self._done = True
         return "", reward, True, False, self._grade_info(result, reward)

@@ -3,6 +3,8 @@
 - :mod:`cvdp_gym.eval.passk`: the unbiased and the official (biased) pass@k estimators;
 - :mod:`cvdp_gym.eval.sources`: the responses-file reader and the OpenAI-compatible client;
 - :mod:`cvdp_gym.eval.run`: the resumable grading loop;
+- :mod:`cvdp_gym.eval.agentic`: agentic episodes against an endpoint, with transcripts;
+- :mod:`cvdp_gym.eval.refine`: ``CVDP-Refine-v0`` episodes (answer, feedback, answer again) through the same driver;
 - :mod:`cvdp_gym.eval.report`: report.json / report.md / report.png and the terminal table.
 """
 

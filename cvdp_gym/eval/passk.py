@@ -81,3 +81,12 @@ def aggregate(counts: Iterable[tuple[int, int]], ks: Iterable[int]) -> list[Pass
             unbiased = official = None
         out.append(PassAtK(k, unbiased, official, len(eligible), len(pairs) - len(eligible)))
     return out
+
+
+def pass_after_attempts(first_passes: Iterable[int | None], attempts: int) -> list[float]:
+    """pass@1 after attempt 1, 2, ... ``attempts`` of multi-turn episodes: for each i, the
+    fraction of episodes whose first passing answer (``None``: none passed) is among their first i."""
+    firsts = list(first_passes)
+    if not firsts:
+        return [0.0] * attempts
+    return [sum(f is not None and f <= i for f in firsts) / len(firsts) for i in range(1, attempts + 1)]

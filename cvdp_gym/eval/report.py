@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cvdp_gym.data.problems import DIFFICULTIES
-from cvdp_gym.eval.passk import aggregate
+from cvdp_gym.eval.passk import aggregate, pass_after_attempts
 from cvdp_gym.eval.run import PASSED
 
 UNKNOWN = "unknown"
@@ -30,15 +30,57 @@ def _rate(rows: list[Row], field: str) -> float:
     return sum(bool(r.get(field)) for r in rows) / len(rows) if rows else 0.0
 
 
+#: Per-episode fields of agentic rows (``cvdp_gym.eval.agentic``), in report order.
+EPISODE_FIELDS = ("turns", "tool_calls", "malformed_calls", "commands_run", "episode_s")
+#: Shown in the terminal per episode up to this many episodes (report.md always has them all).
+EPISODES_SHOWN = 40
+
+
+def _mean(rows: list[Row], field: str) -> float:
+    return sum(float(r.get(field) or 0) for r in rows) / len(rows) if rows else 0.0
+
+
+def episode_stats(rows: list[Row]) -> dict[str, Any] | None:
+    """Means of turns, tool calls, malformed calls, commands and time over agentic episodes
+    (None when no row is an episode), plus the malformed total and why episodes ended."""
+    episodes = [r for r in rows if "turns" in r]
+    if not episodes:
+        return None
+    ends = Counter(r.get("end_reason") or r.get("verdict", "?") for r in episodes)
+    return {
+        "episodes": len(episodes),
+        **{f"mean_{field}": _mean(episodes, field) for field in EPISODE_FIELDS},
+        "malformed_calls": sum(int(r.get("malformed_calls") or 0) for r in episodes),
+        "end_reasons": dict(sorted(ends.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def refine_stats(rows: list[Row]) -> dict[str, Any] | None:
+    """pass@1 after attempt 1..N and the mean answers over refine episodes
+    (``cvdp_gym.eval.refine``; None when no row is one)."""
+    episodes = [r for r in rows if "max_attempts" in r]
+    if not episodes:
+        return None
+    most = max(int(r["max_attempts"] or 1) for r in episodes)
+    return {
+        "episodes": len(episodes),
+        "max_attempts": most,
+        "mean_attempts": _mean(episodes, "attempts"),
+        "pass@1_after_attempt": pass_after_attempts((r.get("passed_at_attempt") for r in episodes), most),
+    }
+
+
 def group_stats(rows: list[Row], ks: Iterable[int]) -> dict[str, Any]:
-    """Counts, pass@k (both estimators), stage rates, mean reward and verdicts of some samples."""
+    """Counts, pass@k (both estimators), stage rates, mean reward and verdicts of some samples
+    (and, for agentic episodes, their turn, call and time statistics)."""
     per_problem: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
         per_problem[r["id"]][0] += 1
         per_problem[r["id"]][1] += bool(r.get("passed"))
     passk = aggregate(((n, c) for n, c in per_problem.values()), ks)
     verdicts = Counter(r.get("verdict", "?") for r in rows)
-    return {
+    episodes = episode_stats(rows)
+    stats = {
         "problems": len(per_problem),
         "samples": len(rows),
         "solved_problems": sum(c > 0 for _, c in per_problem.values()),
@@ -51,6 +93,12 @@ def group_stats(rows: list[Row], ks: Iterable[int]) -> dict[str, Any]:
         "passed_samples": verdicts.pop(PASSED, 0),
         "failure_classes": dict(sorted(verdicts.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
+    if episodes:
+        stats["episodes"] = episodes
+    refine = refine_stats(rows)
+    if refine:
+        stats["refine"] = refine
+    return stats
 
 
 def _difficulty_order(name: str) -> tuple[int, str]:
@@ -74,7 +122,11 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
     """The report dict written as report.json."""
     by_cat = _grouped(rows, "category")
     by_diff = _grouped(rows, "difficulty")
-    return {
+    episodes = [
+        {key: r.get(key) for key in ("id", "sample", "verdict", *EPISODE_FIELDS, "end_reason", "transcript")}
+        for r in rows if "turns" in r
+    ]
+    report = {
         "meta": meta,
         "estimators": {"unbiased": UNBIASED_LABEL, "official_biased": OFFICIAL_LABEL},
         "ks": ks,
@@ -82,6 +134,9 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
         "by_category": {c: group_stats(by_cat[c], ks) for c in sorted(by_cat)},
         "by_difficulty": {d: group_stats(by_diff[d], ks) for d in sorted(by_diff, key=_difficulty_order)},
     }
+    if episodes:
+        report["episodes"] = episodes
+    return report
 
 
 def _pct(value: float | None) -> str:
@@ -133,6 +188,53 @@ def failure_rows(report: dict[str, Any]) -> list[list[str]]:
     return [[name, str(g["passed_samples"]), *(str(g["failure_classes"].get(c, 0)) for c in classes)] for name, g in _groups(report)]
 
 
+def episode_columns() -> list[str]:
+    return ["group", "episodes", "mean turns", "mean tool calls", "malformed calls", "mean commands", "mean time (s)", "end reasons"]
+
+
+def episode_group_rows(report: dict[str, Any]) -> list[list[str]]:
+    """Per group: means over its episodes (agentic runs only)."""
+    out = []
+    for name, g in _groups(report):
+        e = g.get("episodes")
+        if e:
+            ends = ", ".join(f"{k} {v}" for k, v in e["end_reasons"].items())
+            out.append([
+                name, str(e["episodes"]), f"{e['mean_turns']:.1f}", f"{e['mean_tool_calls']:.1f}",
+                str(e["malformed_calls"]), f"{e['mean_commands_run']:.1f}", f"{e['mean_episode_s']:.1f}", ends,
+            ])
+    return out
+
+
+def episode_table_columns() -> list[str]:
+    return ["problem", "sample", "verdict", "turns", "tool calls", "malformed", "commands", "time (s)", "end"]
+
+
+def episode_table_rows(report: dict[str, Any]) -> list[list[str]]:
+    """One row per episode."""
+    return [
+        [e["id"], str(e["sample"]), e["verdict"], *(str(e[f] or 0) for f in EPISODE_FIELDS[:4]), f"{e['episode_s'] or 0:.1f}", e["end_reason"] or "-"]
+        for e in report.get("episodes", [])
+    ]
+
+
+def refine_columns(report: dict[str, Any]) -> list[str]:
+    attempts = report["overall"]["refine"]["max_attempts"]
+    return ["group", "episodes", "mean answers", *(f"pass@1 after attempt {i}" for i in range(1, attempts + 1))]
+
+
+def refine_rows(report: dict[str, Any]) -> list[list[str]]:
+    """Per group: the fraction of refine episodes passed within 1, 2, ... N answers."""
+    width = report["overall"]["refine"]["max_attempts"]
+    out = []
+    for name, g in _groups(report):
+        r = g.get("refine")
+        if r:
+            rates = [_pct(v) for v in r["pass@1_after_attempt"]]
+            out.append([name, str(r["episodes"]), f"{r['mean_attempts']:.2f}", *rates, *["-"] * (width - len(rates))])
+    return out
+
+
 def notes(report: dict[str, Any]) -> list[str]:
     """What a reader needs to read the numbers right."""
     out = [
@@ -161,17 +263,31 @@ def to_markdown(report: dict[str, Any]) -> str:
     body = [
         "", "## Pass rates", "", _md_table(rate_columns(report), rate_rows(report)),
         "", "## Verdicts (samples)", "", _md_table(failure_columns(report), failure_rows(report)),
-        "", "## Notes", "", *(f"- {n}" for n in notes(report)), "",
     ]
+    if report.get("episodes"):
+        body += [
+            "", "## Agentic episodes", "", _md_table(episode_columns(), episode_group_rows(report)),
+            "", "### Per episode", "", _md_table(episode_table_columns(), episode_table_rows(report)),
+        ]
+    if report["overall"].get("refine"):
+        body += ["", "## Refinement: pass@1 after attempt i", "", _md_table(refine_columns(report), refine_rows(report))]
+    body += ["", "## Notes", "", *(f"- {n}" for n in notes(report)), ""]
     return "\n".join(head + body)
 
 
 def print_report(report: dict[str, Any], console: Console) -> None:
     """The report as rich tables."""
-    for title, columns, rows in (
+    tables = [
         (f"cvdp-gym eval: {report['meta'].get('source', '')}", rate_columns(report), rate_rows(report)),
         ("verdicts (samples)", failure_columns(report), failure_rows(report)),
-    ):
+    ]
+    if report.get("episodes"):
+        tables.append(("agentic episodes", episode_columns(), episode_group_rows(report)))
+        if len(report["episodes"]) <= EPISODES_SHOWN:
+            tables.append(("per episode", episode_table_columns(), episode_table_rows(report)))
+    if report["overall"].get("refine"):
+        tables.append(("refinement: pass@1 after attempt i", refine_columns(report), refine_rows(report)))
+    for title, columns, rows in tables:
         table = Table(title=title)
         for i, column in enumerate(columns):
             table.add_column(column, justify="left" if i == 0 else "right", overflow="fold")

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,7 @@ class Evaluator:
         self.saved: dict[str, dict[str, Any]] = {}
         self._start(resume)
         self._semaphore: asyncio.Semaphore | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def _start(self, resume: bool) -> None:
         if not resume:
@@ -149,10 +151,17 @@ class Evaluator:
             self._semaphore = asyncio.Semaphore(self.jobs)
         async with self._semaphore:
             try:
-                grade = await asyncio.to_thread(self.grader.grade_response, problem, response)
+                loop = asyncio.get_running_loop()
+                grade = await loop.run_in_executor(self._threads(), self.grader.grade_response, problem, response)
             except Exception as exc:  # one bad sample must not end a long run
                 return self.record_failure(problem, sample, GRADER_ERROR, f"{type(exc).__name__}: {exc}", response)
         return self._finish(result_row(problem, sample, response, grade, self.reward, **extra))
+
+    def _threads(self) -> ThreadPoolExecutor:
+        """``jobs`` threads that wait on the grader (asyncio's default pool is smaller)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="eval-grade")
+        return self._pool
 
     def collect(self, keys: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
         """The rows for ``(id, sample)`` pairs, in that order (missing ones left out)."""

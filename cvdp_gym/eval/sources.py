@@ -103,10 +103,12 @@ class ChatSettings:
 
 @dataclass(frozen=True)
 class Completion:
-    """One choice of a chat completion."""
+    """One choice of a chat completion (``tool_calls``: the message's native function calls)."""
 
     text: str
     finish_reason: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    reasoning: str = ""
 
 
 def _content_text(content: Any) -> str:
@@ -118,13 +120,24 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def _completion(choice: dict[str, Any]) -> Completion:
+    message = choice.get("message") or {}
+    calls = message.get("tool_calls") or []
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return Completion(
+        _content_text(message.get("content")),
+        choice.get("finish_reason"),
+        tuple(c for c in calls if isinstance(c, dict)) if isinstance(calls, list) else (),
+        reasoning if isinstance(reasoning, str) else "",
+    )
+
+
 def parse_choices(data: Any) -> list[Completion]:
     """The choices of a chat-completions response body, in index order."""
     choices = data["choices"]
     if not isinstance(choices, list):
         raise TypeError("'choices' is not a list")
-    ordered = sorted(choices, key=lambda c: c.get("index", 0))
-    return [Completion(_content_text((c.get("message") or {}).get("content")), c.get("finish_reason")) for c in ordered]
+    return [_completion(c) for c in sorted(choices, key=lambda c: c.get("index", 0))]
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -155,9 +168,12 @@ class ChatClient:
         if self._client is not None:
             await self._client.aclose()
 
-    def payload(self, messages: list[dict[str, str]], n: int) -> dict[str, Any]:
+    def payload(self, messages: list[dict[str, Any]], n: int, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         s = self.settings
-        return {"model": s.model, "messages": messages, "n": n, "temperature": s.temperature, "max_tokens": s.max_tokens}
+        body = {"model": s.model, "messages": messages, "n": n, "temperature": s.temperature, "max_tokens": s.max_tokens}
+        if tools:
+            body["tools"] = tools
+        return body
 
     async def completions(self, messages: list[dict[str, str]], count: int) -> AsyncIterator[list[Completion]]:
         """Yield batches of completions until ``count`` arrived; asks again for what is missing."""
@@ -169,14 +185,15 @@ class ChatClient:
             left -= len(batch)
             yield batch
 
-    async def request(self, messages: list[dict[str, str]], n: int) -> list[Completion]:
-        """One chat request for ``n`` choices, retried on 429/5xx/connection errors."""
+    async def request(self, messages: list[dict[str, Any]], n: int, *, tools: list[dict[str, Any]] | None = None) -> list[Completion]:
+        """One chat request for ``n`` choices (offering ``tools`` for native function calls),
+        retried on 429/5xx/connection errors."""
         last, wait = "", 0.0
         for attempt in range(self.settings.retries + 1):
             if attempt:
                 await asyncio.sleep(wait)
             try:
-                return await self._post_once(messages, n)
+                return await self._post_once(messages, n, tools)
             except _Retryable as exc:
                 last = exc.reason
                 wait = min(self.settings.max_wait_s, exc.wait) if exc.wait is not None else self._backoff(attempt)
@@ -186,11 +203,11 @@ class ChatClient:
         base = self.settings.retry_wait_s * 2**attempt
         return min(self.settings.max_wait_s, base * random.uniform(0.5, 1.0))
 
-    async def _post_once(self, messages: list[dict[str, str]], n: int) -> list[Completion]:
+    async def _post_once(self, messages: list[dict[str, Any]], n: int, tools: list[dict[str, Any]] | None) -> list[Completion]:
         assert self._client is not None, "use ChatClient as 'async with'"
         try:
             async with self._semaphore:
-                response = await self._client.post(self.settings.url, json=self.payload(messages, n))
+                response = await self._client.post(self.settings.url, json=self.payload(messages, n, tools))
         except httpx.TransportError as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
         status = response.status_code

@@ -11,15 +11,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.grading.cache import GradeCache, content_key
+from cvdp_gym.grading.executors import GradeExecutor, ThreadExecutor, make_executor
 from cvdp_gym.grading.interface import check_interface
+from cvdp_gym.grading.jobs import RunnerSpec, grade_job
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
+    TIMEOUT,
     TOOLCHAIN_GAP,
     UNSUPPORTED,
     HarnessResult,
@@ -28,7 +33,7 @@ from cvdp_gym.harness.results import (
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.parsers import extract_files
 
-GRADER_VERSION = 1
+GRADER_VERSION = 2  # 2: results carry the failing tests (``failures``)
 #: Failure classes of the grader's own stages (the harness adds its classes).
 FORMAT_ERROR = "format_error"
 INTERFACE_ERROR = "interface_error"
@@ -60,6 +65,9 @@ class GradeResult:
     log_tail: str = ""
     wall_s: float = 0.0
     cached: bool = False
+    late: bool = False  # not graded by the caller's deadline: scored ``timeout``, never cached
+    #: Failing cocotb tests, ``{"test", "message"}`` (from the results files; bounded).
+    failures: list[dict[str, str]] = field(default_factory=list)
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -107,6 +115,9 @@ class Grader:
 
     ``cache``: a ``GradeCache``, a path for one, or ``None`` to grade without caching.
     ``lint`` and ``interface`` turn the cheap pre-simulation stages on or off.
+    ``executor``: where the stages after extraction run (``threads[:N]``, ``processes[:N]``,
+    ``ray[:ADDRESS]`` or a ``GradeExecutor``); ``None`` grades in the calling thread.
+    Extraction and cache lookups always happen here, before any job is sent.
     """
 
     def __init__(
@@ -116,16 +127,33 @@ class Grader:
         cache: GradeCache | str | Path | None = None,
         lint: bool = True,
         interface: bool = True,
+        executor: str | GradeExecutor | None = None,
     ) -> None:
         self.runner = runner or HarnessRunner()
         self.cache = GradeCache(cache) if isinstance(cache, (str, Path)) else cache
         self.lint = lint
         self.interface = interface
+        self.executor = make_executor(executor) if executor is not None else None
         self._fingerprint = self.runner.toolchain.fingerprint()
+        self._spec = RunnerSpec.of(self.runner)
+        self._waiter: GradeExecutor | None = None  # for deadlines without an executor
 
-    def grade_response(self, problem: Problem, response: str) -> GradeResult:
-        """Extract the target files from a single-shot answer, then grade them."""
+    def grade_response(self, problem: Problem, response: str, *, deadline: float | None = None) -> GradeResult:
+        """Extract the target files from a single-shot answer, then grade them.
+
+        ``deadline``: a ``time.time()`` by which the verdict must be in; a job still running
+        then is cancelled (its sandbox killed) and the answer scored ``timeout`` (``late``).
+        """
         start = time.monotonic()
+        files, info, failed = self._extract(problem, response)
+        result = failed or self.grade_files(problem, files, deadline=deadline)
+        result.extraction = info
+        result.wall_s = time.monotonic() - start
+        return result
+
+    @staticmethod
+    def _extract(problem: Problem, response: str) -> tuple[dict[str, str], dict[str, Any], GradeResult | None]:
+        """The answer's target files, how they were found, and the verdict if none were."""
         extraction = extract_files(response, list(problem.targets))
         info = {
             "method": extraction.method,
@@ -135,37 +163,87 @@ class Grader:
             "harmony": extraction.harmony,
             "notes": extraction.notes,
         }
-        if not extraction.found_all:
-            missing = ", ".join(extraction.missing) or "the target file"
-            stages = [Stage("format", False, f"no code found for {missing}")] + [Stage(n, None) for n in STAGES[1:]]
-            return GradeResult(problem.id, stages, FORMAT_ERROR, f"no code found for {missing}", extraction=info, wall_s=time.monotonic() - start)
-        result = self.grade_files(problem, extraction.files)
-        result.extraction = info
-        result.wall_s = time.monotonic() - start
-        return result
+        if extraction.found_all:
+            return extraction.files, info, None
+        missing = ", ".join(extraction.missing) or "the target file"
+        stages = [Stage("format", False, f"no code found for {missing}")] + [Stage(n, None) for n in STAGES[1:]]
+        return {}, info, GradeResult(problem.id, stages, FORMAT_ERROR, f"no code found for {missing}", extraction=info)
 
-    def grade_files(self, problem: Problem, files: Mapping[str, str], *, workspace: Path | None = None) -> GradeResult:
-        """Grade candidate files (workspace-relative path → text), format stage included."""
+    def grade_files(
+        self,
+        problem: Problem,
+        files: Mapping[str, str],
+        *,
+        workspace: Path | None = None,
+        deadline: float | None = None,
+    ) -> GradeResult:
+        """Grade candidate files (workspace-relative path → text), format stage included.
+
+        With a ``workspace`` (an agent's folder on this machine) grading runs here.
+        """
         start = time.monotonic()
-        key = None
-        if self.cache is not None and workspace is None:
-            key = content_key(
-                GRADER_VERSION, self._fingerprint, self.lint, self.interface,
-                problem.harness, problem.context, problem.reference, dict(files),
-            )
+        key = self._cache_key(problem, files) if workspace is None else None
+        if key is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 result = GradeResult.from_dict(hit)
                 result.cached = True
                 result.wall_s = time.monotonic() - start
                 return result
-        result = self._grade(problem, dict(files), workspace)
+        if workspace is not None or (self.executor is None and deadline is None):
+            result = self.grade_here(problem, dict(files), workspace)
+        else:
+            future = self.submit(problem, files)
+            result = self._wait(problem, files, future, deadline)
         result.wall_s = time.monotonic() - start
-        if key is not None and result.failure_class not in ("timeout", "resource_limit"):
-            self.cache.put(key, result.to_dict())
+        self._store(key, result)
         return result
 
-    def _grade(self, problem: Problem, files: dict[str, str], workspace: Path | None) -> GradeResult:
+    def _cache_key(self, problem: Problem, files: Mapping[str, str]) -> str | None:
+        if self.cache is None:
+            return None
+        return content_key(
+            GRADER_VERSION, self._fingerprint, self.lint, self.interface,
+            problem.harness, problem.context, problem.reference, dict(files),
+        )
+
+    def _store(self, key: str | None, result: GradeResult) -> None:
+        if key is not None and not result.late and result.failure_class not in (TIMEOUT, "resource_limit"):
+            self.cache.put(key, result.to_dict())
+
+    def submit(self, problem: Problem, files: Mapping[str, str]) -> Future[dict[str, Any]]:
+        """Send the stages after extraction to the executor (uncached); the future holds
+        ``GradeResult.to_dict()``."""
+        executor = self.executor
+        if executor is None:
+            if self._waiter is None:
+                self._waiter = ThreadExecutor(workers=64)
+            executor = self._waiter
+        check_nodes = getattr(executor, "check_nodes", None)
+        if callable(check_nodes):
+            check_nodes(self._spec)
+        return executor.submit(grade_job, self._spec, self.lint, self.interface, problem, dict(files))
+
+    def _wait(
+        self, problem: Problem, files: Mapping[str, str], future: Future[dict[str, Any]], deadline: float | None
+    ) -> GradeResult:
+        timeout = None if deadline is None else max(0.0, deadline - time.time())
+        try:
+            return GradeResult.from_dict(future.result(timeout=timeout))
+        except (FutureTimeout, CancelledError):
+            executor = self.executor or self._waiter
+            if executor is not None:
+                executor.cancel(future)
+            return self.late_result(problem, files)
+
+    @staticmethod
+    def late_result(problem: Problem, files: Mapping[str, str]) -> GradeResult:
+        """The verdict of an answer that was not graded by the deadline."""
+        stages = [Stage("format", True, f"{len(files)} file(s)")] + [Stage(n, None) for n in STAGES[1:]]
+        return GradeResult(problem.id, stages, TIMEOUT, "not graded by the grading deadline", files=dict(files), late=True)
+
+    def grade_here(self, problem: Problem, files: dict[str, str], workspace: Path | None = None) -> GradeResult:
+        """The stages after extraction, in this thread, uncached (what a job runs)."""
         stages = [Stage("format", True, f"{len(files)} file(s)")]
 
         def stop(failure_class: str, reason: str, tail: str = "") -> GradeResult:
@@ -210,16 +288,48 @@ class Grader:
             tests=harness.tests,
             files=files,
             log_tail=harness.log_tail[-LOG_TAIL_CHARS:],
+            failures=harness.failures,
         )
 
     async def grade_many(
-        self, items: Iterable[tuple[Problem, str]], *, concurrency: int = 2
+        self, items: Iterable[tuple[Problem, str]], *, concurrency: int = 2, deadline: float | None = None
     ) -> list[GradeResult]:
-        """Grade ``(problem, response)`` pairs concurrently (bounded), in input order."""
-        semaphore = asyncio.Semaphore(max(1, concurrency))
+        """Grade ``(problem, response)`` pairs concurrently, in input order.
 
-        async def one(problem: Problem, response: str) -> GradeResult:
-            async with semaphore:
-                return await asyncio.to_thread(self.grade_response, problem, response)
+        Without an executor, ``concurrency`` threads grade. With one, extraction and cache
+        lookups happen here and every other answer is sent at once (the executor bounds
+        how many run); ``deadline`` (a ``time.time()``) cuts the stragglers as ``late``.
+        """
+        if self.executor is None:
+            semaphore = asyncio.Semaphore(max(1, concurrency))
 
-        return list(await asyncio.gather(*(one(p, r) for p, r in items)))
+            async def one(problem: Problem, response: str) -> GradeResult:
+                async with semaphore:
+                    return await asyncio.to_thread(self.grade_response, problem, response, deadline=deadline)
+
+            return list(await asyncio.gather(*(one(p, r) for p, r in items)))
+
+        async def remote(problem: Problem, response: str) -> GradeResult:
+            start = time.monotonic()
+            files, info, result = self._extract(problem, response)
+            if result is None:
+                key = self._cache_key(problem, files)
+                hit = self.cache.get(key) if key is not None else None
+                if hit is not None:
+                    result = GradeResult.from_dict(hit)
+                    result.cached = True
+                else:
+                    future = await asyncio.to_thread(self.submit, problem, files)
+                    timeout = None if deadline is None else max(0.0, deadline - time.time())
+                    try:
+                        data = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+                        result = GradeResult.from_dict(data)
+                    except (asyncio.TimeoutError, CancelledError):
+                        self.executor.cancel(future)
+                        result = self.late_result(problem, files)
+                    self._store(key, result)
+            result.extraction = info
+            result.wall_s = time.monotonic() - start
+            return result
+
+        return list(await asyncio.gather(*(remote(p, r) for p, r in items)))

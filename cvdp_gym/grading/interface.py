@@ -28,6 +28,7 @@ class InterfaceVerdict:
     missing_ports: list[str] = field(default_factory=list)
     direction_mismatch: list[str] = field(default_factory=list)
     untouchable: list[str] = field(default_factory=list)  # dut.<name> the module lacks
+    extra_ports: list[str] = field(default_factory=list)  # declared, not in the reference (not a failure)
     checked: bool = True
 
 
@@ -81,6 +82,7 @@ def check_interface(problem: Problem, files: dict[str, str]) -> InterfaceVerdict
                     verdict.missing_ports.append(name)
                 elif module.ports[name] != direction:
                     verdict.direction_mismatch.append(f"{name} ({module.ports[name]}, expected {direction})")
+            verdict.extra_ports = [name for name in module.ports if name not in reference.ports]
     declared = module.members | set(module.ports) | module.parameters
     verdict.untouchable = sorted(n for n in harness_drives(problem, env) if n not in declared)
     problems = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,8 @@ class ServiceResult:
     generation: str | None = None
     log_tail: str = ""
     notes: list[str] = field(default_factory=list)
+    #: Failing cocotb tests from the results files: ``{"test", "message"}`` (bounded).
+    failures: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -131,6 +133,11 @@ class HarnessResult:
     def log_tail(self) -> str:
         failing = [s for s in self.services if not s.passed] or self.services
         return failing[0].log_tail if failing else ""
+
+    @property
+    def failures(self) -> list[dict[str, str]]:
+        """Failing cocotb tests of every service, in order."""
+        return [f for service in self.services for f in service.failures]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -178,22 +185,59 @@ def results_counts(documents: Iterable[bytes]) -> TestCounts:
     test, ``<skipped>`` a skipped one. Documents that are not such XML count nothing.
     """
     counts = TestCounts()
+    for case in _test_cases(documents):
+        counts.total += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            counts.failed += 1
+        elif case.find("skipped") is not None:
+            counts.skipped += 1
+        else:
+            counts.passed += 1
+    return counts
+
+
+def _test_cases(documents: Iterable[bytes]) -> Iterator[ET.Element]:
+    """The ``<testcase>`` elements of cocotb's results files (other documents: none)."""
     for data in documents:
         try:
             root = ET.fromstring(data)
         except (ET.ParseError, ValueError):
             continue
-        if root.tag not in ("testsuites", "testsuite"):
+        if root.tag in ("testsuites", "testsuite"):
+            yield from root.iter("testcase")
+
+
+#: Failing tests kept per results file set, and characters kept of each assertion message.
+MAX_FAILURES = 20
+FAILURE_MESSAGE_CHARS = 400
+#: Python object addresses in assertion messages (`` at 0x7f3b...``): they differ run to run.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def failed_tests(documents: Iterable[bytes]) -> list[dict[str, str]]:
+    """Failing test cases in cocotb's results files: ``{"test", "message"}``, each once.
+
+    cocotb 2.x records the exception's type and text (``error_type``, ``error_msg``);
+    cocotb 1.x only a generic ``message``. Bounded to ``MAX_FAILURES`` entries.
+    """
+    out: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for case in _test_cases(documents):
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        if failure is None:
             continue
-        for case in root.iter("testcase"):
-            counts.total += 1
-            if case.find("failure") is not None or case.find("error") is not None:
-                counts.failed += 1
-            elif case.find("skipped") is not None:
-                counts.skipped += 1
-            else:
-                counts.passed += 1
-    return counts
+        kind, text = failure.get("error_type", ""), failure.get("error_msg") or failure.get("message") or ""
+        message = _ADDRESS.sub("", f"{kind}: {text}" if kind and text else kind or text).strip()[:FAILURE_MESSAGE_CHARS]
+        key = (case.get("name", "?"), message)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"test": key[0], "message": message})
+        if len(out) >= MAX_FAILURES:
+            return out
+    return out
 
 
 def pytest_summary(text: str) -> tuple[TestCounts, float | None]:

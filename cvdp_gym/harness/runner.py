@@ -196,7 +196,11 @@ class HarnessRunner:
             mounts.append(Mount(source, volume.target, writable=not volume.read_only))
         cwd = service.working_dir or ("/rundir" if problem.agentic else "/code/rundir")
         tag = uuid.uuid4().hex
-        environment = {"HOME": "/code/rundir", **service.environment, RUN_TAG: tag}
+        # The official image carries cocotb 2 only: cocotb 1.x harnesses use the stand-in.
+        image = service.image if service.generation == "cocotb2" else None
+        environment = {
+            "HOME": "/code/rundir", **self._build_cache_env(image), **service.environment, RUN_TAG: tag
+        }
         watched = {m.target: m.source for m in mounts if m.writable}
         with ResultsWatcher(_writable_roots(run_dir), tag=tag, mounts=watched) as watcher:
             outcome = self.sandbox.run(
@@ -207,10 +211,19 @@ class HarnessRunner:
                 env=environment,
                 sim_env=env,
                 limits=limits,
-                # The official image carries cocotb 2 only: cocotb 1.x harnesses use the stand-in.
-                image=service.image if service.generation == "cocotb2" else None,
+                image=image,
             )
         return self._service_result(run_dir, service, outcome, service.generation, watcher)
+
+    def _build_cache_env(self, image: str | None) -> dict[str, str]:
+        """The root's read-only Verilator runtime cache, wherever the command runs on that root.
+
+        Not in the official ``nvidia/cvdp-sim`` image (Docker backend), which has no such cache.
+        """
+        resolve = getattr(self.sandbox, "image_for", None)
+        if resolve is not None and resolve(image) != getattr(self.sandbox, "standin_tag", None):
+            return {}
+        return self.toolchain.build_cache_env()
 
     def _service_result(
         self, run_dir: Path, service: Service, outcome: SandboxResult, env_generation: str, watcher: ResultsWatcher
@@ -234,6 +247,7 @@ class HarnessRunner:
             generation=env_generation,
             log_tail=tail,
             notes=list(service.notes),
+            failures=watcher.failures(),
         )
         if outcome.truncated:
             result.notes.append(f"output truncated: {outcome.output_bytes} bytes, kept head and tail")

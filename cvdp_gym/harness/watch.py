@@ -37,7 +37,7 @@ import threading
 import time
 from pathlib import Path
 
-from cvdp_gym.harness.results import TestCounts, is_results_file, results_counts
+from cvdp_gym.harness.results import TestCounts, failed_tests, is_results_file, results_counts
 
 _MAX_BYTES = 4_000_000
 #: Environment variable that marks the processes of one harness run (its value is random).
@@ -144,6 +144,13 @@ class ResultsWatcher:
         if forged.total:
             counts = counts + TestCounts(forged.total, 0, forged.total, 0)
         return counts
+
+    def failures(self) -> list[dict[str, str]]:
+        """Failing tests (name, assertion message) of the files that count, as ``counts`` reads them."""
+        declared, tampered = self.declared, self.tampered
+        return failed_tests(
+            data for key, data in self.versions if (not declared or key in declared) and key not in tampered
+        )
 
     # -- inotify ------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from .toolcalls import (
     ToolCall,
     format_tool_call,
     format_tool_response,
+    parse_assistant_message,
     parse_tool_calls,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "format_tool_call",
     "format_tool_response",
     "is_harmony",
+    "parse_assistant_message",
     "parse_harmony",
     "parse_tool_calls",
     "render_message",

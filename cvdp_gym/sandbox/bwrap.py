@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cvdp_gym.sandbox.cancel import kill_on_cancel
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
 #: ``/etc`` entries a compiler, perl and Python need; the rest of ``/etc`` stays hidden.
@@ -306,17 +307,19 @@ class BubblewrapSandbox:
             assert proc.stdout is not None
             fd = proc.stdout.fileno()
             deadline = start + limits.wall_s
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    break
-                ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
-                if ready:
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
+            with kill_on_cancel(lambda: _kill_group(proc)) as token:
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or (token is not None and token.cancelled):
+                        timed_out = True
                         break
-                    output.feed(chunk)
+                    ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+                    if ready:
+                        chunk = os.read(fd, 1 << 16)
+                        if not chunk:
+                            timed_out = token is not None and token.cancelled
+                            break
+                        output.feed(chunk)
             if timed_out:
                 _kill_group(proc)
             try:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.sandbox.bwrap import Limits, Mount, SandboxResult, SandboxUnavailable, _BoundedOutput
+from cvdp_gym.sandbox.cancel import kill_on_cancel
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
 if TYPE_CHECKING:
@@ -351,8 +352,9 @@ class DockerSandbox:
             timer = threading.Timer(limits.wall_s, self._expire, args=(container.id, killed))
             timer.daemon = True
             timer.start()
-            for chunk in stream:
-                output.feed(chunk)
+            with kill_on_cancel(lambda: self._expire(container.id, killed)):
+                for chunk in stream:
+                    output.feed(chunk)
             # The stream can end before the process does (it closed its outputs); the timer
             # still bounds the wait.
             remaining = max(0.0, start + limits.wall_s - time.monotonic())

@@ -32,6 +32,8 @@ from cvdp_gym.toolchain.root import (
     lock_fingerprint,
     read_lock,
     root_env,
+    runtime_cache_env,
+    runtime_cache_ready,
 )
 
 KINDS = ("root", "host")
@@ -112,6 +114,7 @@ class Toolchain:
     root: Path | None = None  # the root filesystem (kind ``root``)
     lock: dict | None = None
     root_verilator: Tool | None = None
+    runtime_cache: bool = False  # the root holds Verilator's compiled runtime (``toolchain/root.py``)
 
     def env(self, generation: str) -> SimEnv:
         return self.envs[generation]
@@ -133,6 +136,10 @@ class Toolchain:
         shim = env.bin_dir / "verilator"
         fix = f"{INSTALL_ROOT} --toolchain host --generation {generation}"
         return Tool("verilator", str(shim) if shim.exists() else None, env.package_version("verilator"), fix)
+
+    def build_cache_env(self) -> dict[str, str]:
+        """Variables that let harness builds reuse the root's read-only Verilator runtime objects."""
+        return runtime_cache_env() if self.runtime_cache else {}
 
     def versions(self) -> dict[str, str]:
         """Which toolchain graded a result, recorded with it."""
@@ -177,6 +184,7 @@ def _root_toolchain(base: Path) -> Toolchain:
         root=root,
         lock=lock,
         root_verilator=tool("verilator"),
+        runtime_cache=lock is not None and runtime_cache_ready(root),
     )
 
 
@@ -240,6 +248,13 @@ def doctor_rows(toolchain: Toolchain | None = None) -> list[tuple[str, bool, str
             rows.append((f"python env {generation}", True, detail, ""))
         else:
             rows.append((f"python env {generation}", False, f"missing at {env.prefix}", fix))
+    if tc.kind == "root" and tc.lock is not None:
+        if tc.runtime_cache:
+            cache = tc.lock.get("runtime_cache", {})
+            detail = f"{cache.get('entries')} entries at {cache.get('path')}, read-only in the sandbox"
+            rows.append(("verilator runtime cache", True, detail, ""))
+        else:
+            rows.append(("verilator runtime cache", False, "not filled: every build recompiles it", INSTALL_ROOT))
     if tc.lock:
         rows.append(("lock file", True, f"{tc.root}/opt/cvdp/lock.json ({len(tc.lock.get('debian', {}))} Debian packages)", ""))
     return rows

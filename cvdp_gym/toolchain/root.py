@@ -8,8 +8,16 @@ inside it at ``/opt/cvdp/<generation>``. bubblewrap then runs harnesses with thi
 (``/opt/cvdp/lock.json``) lists every Debian and Python package and the simulators'
 version lines; its hash is part of every grading cache key.
 
-The build is idempotent and resumable: the Debian stage and each environment leave a
-marker, and the finished tree is renamed into place only when everything is there.
+The last stage compiles Verilator's C++ runtime (``verilated.o``, ``verilated_vpi.o``, ...)
+once, with the flags cocotb's Verilator runner uses, into a ccache directory inside the
+root (``/opt/cvdp/ccache``). Harnesses then reuse those objects through ``OBJCACHE=ccache``
+instead of recompiling them for every build of every answer. The sandbox sees the cache
+read-only and it holds nothing but a synthetic design's build, so no answer can add to it,
+change it, or read another answer's (or a reference's) code from it.
+
+The build is idempotent and resumable: the Debian stage, each environment and the runtime
+cache leave a marker, and the finished tree is renamed into place only when everything is
+there. An existing root gains a newly added stage on the next ``install``.
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ from cvdp_gym.toolchain.envs import (
 SUITE = "forky"
 MIRROR = "http://deb.debian.org/debian"
 #: Debian packages of the root (their dependencies come along).
-ROOT_PACKAGES = ("iverilog", "verilator", "yosys", "g++", "make", "perl", "python3", "python3-venv", "python3-dev")
+ROOT_PACKAGES = (
+    "iverilog", "verilator", "yosys", "g++", "make", "perl", "python3", "python3-venv", "python3-dev", "ccache",
+)
 #: Distributions the root takes from Debian rather than from PyPI.
 FROM_DEBIAN = ("verilator",)
 ENV_ROOT = PurePosixPath("/opt/cvdp")
@@ -47,7 +57,29 @@ _TOOL_VERSIONS = {
     "yosys": ["yosys", "-V"],
     "python": ["python3", "--version"],
     "g++": ["g++", "--version"],
+    "ccache": ["ccache", "--version"],
 }
+#: The ccache directory of Verilator's runtime objects, inside the root.
+RUNTIME_CACHE = PurePosixPath("/opt/cvdp/ccache")
+_CACHE_MARKER = ".cvdp-gym-ready"
+#: Builds the runtime cache fills it with: a synthetic design (no dataset code), built by
+#: cocotb's own Verilator runner as harnesses build, with and without waves (``--trace``).
+_WARMUP_DESIGN = """\
+module cvdp_runtime_warmup (input logic clk, input logic rst, output logic [7:0] count);
+  always_ff @(posedge clk) count <= rst ? 8'd0 : count + 8'd1;
+endmodule
+"""
+_WARMUP_SCRIPT = """\
+import sys
+from cocotb_tools.runner import get_runner
+
+work, source = sys.argv[1], sys.argv[2]
+for waves in (False, True):
+    get_runner("verilator").build(
+        sources=[source], hdl_toplevel="cvdp_runtime_warmup", always=True, clean=True, waves=waves,
+        timescale=("1ns", "1ps"), build_dir=f"{work}/sim_build_{int(waves)}", log_file=f"{work}/build_{int(waves)}.log",
+    )
+"""
 
 
 class RootBuildError(RuntimeError):
@@ -81,7 +113,59 @@ def lock_fingerprint(lock: dict) -> str:
 
 
 def root_complete(root: Path) -> bool:
-    return read_lock(root) is not None and all(root_env(root, g).installed for g in GENERATIONS)
+    return (
+        read_lock(root) is not None
+        and all(root_env(root, g).installed for g in GENERATIONS)
+        and runtime_cache_ready(root)
+    )
+
+
+def runtime_cache_env(*, writable: bool = False) -> dict[str, str]:
+    """The variables that make Verilator's generated Makefile go through the runtime cache.
+
+    The warm-up (``writable``) and the harnesses use the same settings, so their cache keys
+    agree: the build folder is not hashed, the compiler is recognised by its contents. At
+    grading time the cache is read-only (ccache skips its statistics there without a word),
+    temporary files go to the run's own ``/tmp``, and ``/tmp/ccache-stats.log`` records each
+    object's hit or miss (kept with ``RunOptions.keep_dir``).
+    """
+    env = {
+        "OBJCACHE": "ccache",
+        "CCACHE_DIR": str(RUNTIME_CACHE),
+        "CCACHE_TEMPDIR": "/tmp",
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_COMPILERCHECK": "content",
+    }
+    if writable:
+        env["CCACHE_UMASK"] = "022"
+    else:
+        env |= {"CCACHE_READONLY": "1", "CCACHE_STATSLOG": "/tmp/ccache-stats.log"}
+    return env
+
+
+def _warmup_recipe() -> str:
+    """Hash of what fills the runtime cache; a different recipe fills it afresh."""
+    text = json.dumps([_WARMUP_DESIGN, _WARMUP_SCRIPT, runtime_cache_env(writable=True)], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def runtime_cache_ready(root: Path) -> bool:
+    """The root's runtime cache was filled by the current recipe."""
+    marker = _runtime_cache_dir(root) / _CACHE_MARKER
+    try:
+        return marker.read_text().strip() == _warmup_recipe()
+    except OSError:
+        return False
+
+
+def _runtime_cache_dir(root: Path) -> Path:
+    return root / str(RUNTIME_CACHE).lstrip("/")
+
+
+def _cached_entries(cache: Path) -> int:
+    """Results and manifests in a ccache directory (files named by their hash)."""
+    hexdigits = set("0123456789abcdef")
+    return sum(1 for p in cache.rglob("*") if p.is_file() and len(p.name) > 16 and set(p.name) <= hexdigits)
 
 
 def build_root(
@@ -109,6 +193,8 @@ def build_root(
         log(f"installing the pinned Python environments in the root: {', '.join(pending)}")
         with ThreadPoolExecutor(len(pending)) as pool:
             list(pool.map(lambda g: _install_env(work, g), pending))
+    if not runtime_cache_ready(work):
+        _warm_runtime_cache(work, log)
     _write_lock(work, suite, mirror)
     if work is partial:
         shutil.rmtree(final, ignore_errors=True)
@@ -192,6 +278,39 @@ def _install_env(root: Path, generation: str) -> None:
     (env.prefix / MARKER).write_text(env.expected_hash + "\n")
 
 
+def _warm_runtime_cache(root: Path, log: Callable[[str], None]) -> None:
+    """Compile Verilator's runtime into the root's ccache directory, as harness builds compile it."""
+    if not (root / "usr" / "bin" / "ccache").exists():
+        raise RootBuildError("the root has no ccache (Debian's verilator depends on it); rebuild it: cvdp-gym toolchain install --force")
+    cache = _runtime_cache_dir(root)
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    work = root / "tmp" / "cvdp-runtime-warmup"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    (work / "warmup.sv").write_text(_WARMUP_DESIGN)
+    (work / "warmup.py").write_text(_WARMUP_SCRIPT)
+    inside = "/tmp/cvdp-runtime-warmup"
+    python = root_env(root, "cocotb2").sandbox_prefix / "bin" / "python"
+    log("compiling Verilator's runtime into the root's build cache (once; harness builds reuse it)")
+    started = time.monotonic()
+    # No LANG: harnesses run without one and Python sets LC_CTYPE, which ccache hashes.
+    argv = ["env", "-u", "LANG", str(python), f"{inside}/warmup.py", inside, f"{inside}/warmup.sv"]
+    try:
+        _run_in_root(root, argv, env=runtime_cache_env(writable=True), timeout=1800)
+    except RootBuildError as exc:
+        raise RootBuildError(f"filling the Verilator runtime cache failed: {exc}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        for leftover in (root / "tmp").glob("inode-cache*"):
+            leftover.unlink(missing_ok=True)
+    entries = _cached_entries(cache)
+    if entries == 0:
+        raise RootBuildError(f"the Verilator runtime cache at {RUNTIME_CACHE} is empty after the warm-up build")
+    (cache / _CACHE_MARKER).write_text(_warmup_recipe() + "\n")
+    log(f"runtime cache filled in {time.monotonic() - started:.0f} s: {entries} entries")
+
+
 def _run_in_root(
     root: Path,
     argv: list[str],
@@ -242,6 +361,7 @@ def _write_lock(root: Path, suite: str, mirror: str) -> None:
         "tools": tools,
         "python": {g: dict(sorted(root_env(root, g).package_versions().items())) for g in GENERATIONS},
         "debian": packages,
+        "runtime_cache": {"path": str(RUNTIME_CACHE), "recipe": _warmup_recipe(), "entries": _cached_entries(_runtime_cache_dir(root))},
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     path = root / LOCK_PATH

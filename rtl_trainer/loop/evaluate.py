@@ -7,7 +7,7 @@ from typing import Any
 
 from rtl_trainer.backends.base import SamplingClient
 from rtl_trainer.config import TrainConfig
-from rtl_trainer.loop.train import make_env_factory, problem_ids, sampling_params
+from rtl_trainer.loop.envs import is_multi_turn, make_env_factory, problem_ids, sampling_params
 from rtl_trainer.rollouts.rollouts import EnvPool, collect_multi_turn, collect_single_turn
 
 
@@ -21,7 +21,7 @@ def evaluate(
     ks: tuple[int, ...] = (1,),
 ) -> dict[str, Any]:
     """Sample ``samples`` answers per problem and report pass@k (unbiased) and rates."""
-    from cvdp_gym.eval.passk import pass_at_k
+    from cvdp_gym.eval.passk import pass_after_attempts, pass_at_k
 
     eval_config = config.merged({"temperature": temperature if temperature is not None else config.temperature})
     make_env = make_env_factory(eval_config)
@@ -29,7 +29,7 @@ def evaluate(
     ids = problem_ids(probe, eval_config)
     probe.close()
     params = sampling_params(eval_config, renderer, seed=config.seed)
-    if "Agentic" in config.env:
+    if is_multi_turn(config.env):
         groups, _ = collect_multi_turn(
             ids, make_env=make_env, sampler=sampler, renderer=renderer, group_size=samples,
             sampling_params=params, workers=config.grade_workers,
@@ -58,6 +58,12 @@ def evaluate(
         "per_problem": {pid: sum(v) / len(v) for pid, v in per_problem.items()},
         "failure_classes": _count(r.info.get("failure_class") or "passed" for r in rollouts),
     }
+    attempts = [r.info["attempts"] for r in rollouts if r.info.get("attempts")]
+    if attempts:  # CVDP-Refine-v0: pass@1 counting only the first i answers of each episode
+        firsts = [
+            next((i for i, a in enumerate(r.info.get("attempts") or [], 1) if a["passed"]), None) for r in rollouts
+        ]
+        report["pass_after_attempt"] = pass_after_attempts(firsts, max(len(a) for a in attempts))
     for k in ks:
         eligible = [v for v in per_problem.values() if len(v) >= k]
         if eligible:

@@ -22,8 +22,8 @@ from cvdp_gym.data.problems import Problem
 from cvdp_gym.envs.prompts import answer_text
 from rtl_trainer.backends.base import ServiceClient, TrainingClient
 from rtl_trainer.config import TrainConfig
+from rtl_trainer.loop.envs import make_env_factory, problem_ids
 from rtl_trainer.loop.runlog import RunLog
-from rtl_trainer.loop.train import make_env_factory, problem_ids
 from rtl_trainer.losses import check_datum, sft_datum
 from rtl_trainer.rendering import get_renderer
 

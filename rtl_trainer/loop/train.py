@@ -9,7 +9,6 @@ submit ``forward_backward`` and ``optim_step`` back to back; refresh the sampler
 
 from __future__ import annotations
 
-import random
 import time
 from collections import deque
 from collections.abc import Callable
@@ -24,6 +23,16 @@ from tinker import types
 from rtl_trainer.backends import is_saved_state
 from rtl_trainer.backends.base import SamplingClient, ServiceClient, TrainingClient
 from rtl_trainer.config import TrainConfig
+from rtl_trainer.loop import curriculum
+from rtl_trainer.loop.envs import (
+    grade_executor_for,
+    grading_threads,
+    is_multi_turn,
+    make_env_factory,
+    problem_ids,
+    sampling_params,
+)
+from rtl_trainer.loop.metrics import group_outcomes, late_metrics, rollout_metrics
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.losses import (
     AlignedLogprobs,
@@ -40,56 +49,11 @@ from rtl_trainer.rendering import get_renderer
 from rtl_trainer.rollouts.rollouts import (
     EnvPool,
     Group,
-    Rollout,
     RolloutTiming,
     Turn,
     collect_multi_turn,
     collect_single_turn,
 )
-
-
-def make_env_factory(config: TrainConfig, *, cache: bool | None = None) -> Callable[[], gym.Env]:
-    """Environments over the configured problems (the trainer's only view of CVDP)."""
-    import cvdp_gym  # noqa: F401  (registers the environments)
-
-    def make() -> gym.Env:
-        return gym.make(
-            config.env,
-            dataset=config.dataset,
-            ids=config.ids,
-            categories=config.categories,
-            difficulty=config.difficulty,
-            reward=config.reward,
-            timeout_s=config.grade_timeout_s,
-            cache=config.grade_cache if cache is None else cache,
-            sandbox=config.grade_sandbox,
-            toolchain=config.grade_toolchain,
-        )
-
-    return make
-
-
-def problem_ids(env: gym.Env, config: TrainConfig) -> list[str]:
-    """The problems a run trains on, minus those whose simulator was excluded."""
-    ids = []
-    for problem in env.unwrapped.problems:
-        env_file = next((t for p, t in problem.harness.items() if p.endswith(".env")), "")
-        if any(sim in env_file for sim in config.exclude_simulators):
-            continue
-        ids.append(problem.id)
-    if not ids:
-        raise ValueError("no problems left to train on after the filters")
-    return ids
-
-
-def sampling_params(config: TrainConfig, renderer: Any, seed: int | None = None) -> types.SamplingParams:
-    return types.SamplingParams(
-        max_tokens=config.max_tokens,
-        temperature=config.temperature,
-        stop=renderer.stop_sequences(),
-        seed=seed,
-    )
-
 
 #: Token counts logged per step (and as running totals), by the price key that bills them.
 TOKEN_METRICS = {
@@ -118,6 +82,9 @@ class Batch:
     groups: list[Group]
     timing: RolloutTiming
     teacher_scores: dict[int, Future[TeacherScore]] | None
+    #: The problem sampler's state after observing this batch, and its metrics.
+    sampler_state: dict[str, Any] | None = None
+    sampler_metrics: dict[str, float] | None = None
 
 
 class Trainer:
@@ -136,8 +103,11 @@ class Trainer:
         self.service = service
         self.console = console or Console()
         self.log = RunLog(config.run_dir)
-        self.make_env = make_env or make_env_factory(config)
-        self.agentic = "Agentic" in config.env
+        self.executor = None if make_env is not None else grade_executor_for(config)
+        self.make_env = make_env or make_env_factory(config, executor=self.executor)
+        self.grade_threads = grading_threads(config, self.executor)
+        self.agentic = is_multi_turn(config.env)
+        self.problem_sampler: curriculum.ProblemSampler | None = None
         self._aligner: TeacherAligner | None = None
         self._totals: dict[str, float] = {}
         self._student_tokenizer: Any = None
@@ -186,7 +156,12 @@ class Trainer:
             self._aligner = TeacherAligner(self._student_tokenizer, teacher.get_tokenizer())
         probe = self.make_env()
         ids = problem_ids(probe, cfg)
-        pool = None if self.agentic else EnvPool(self.make_env, cfg.grade_workers)
+        difficulties = {p.id: p.difficulty for p in probe.unwrapped.problems}
+        self.problem_sampler = curriculum.make_problem_sampler(cfg, ids, difficulties)
+        saved = curriculum.load_state(cfg.run_dir, start) if start else None
+        if saved:
+            self.problem_sampler.load_state(saved)
+        pool = None if self.agentic else EnvPool(self.make_env, self.grade_threads)
         probe.close()
         self._totals = self._previous_totals(start)
         sampler = training.save_weights_and_get_sampling_client(f"step{start:05d}")
@@ -211,13 +186,16 @@ class Trainer:
             scorer.shutdown(wait=True, cancel_futures=True)
             if pool is not None:
                 pool.close()
+            if self.executor is not None:
+                self.executor.close()
         return self.log
 
     def _collect(self, step, version, ids, sampler, renderer, teacher, teacher_renderer, pool, scorer) -> Batch:
         """Sample and grade step ``step``'s groups with the weights of ``version``; teacher
         scoring of each sample starts as soon as it arrives, while grading runs."""
         cfg = self.config
-        chosen = random.Random(cfg.seed * 100_003 + step).sample(ids, k=min(cfg.groups_per_step, len(ids)))
+        assert self.problem_sampler is not None
+        chosen = self.problem_sampler.choose(step)
         params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + step)
         scores: dict[int, Future[TeacherScore]] | None = None
         on_turn = None
@@ -235,10 +213,14 @@ class Trainer:
         else:
             groups, timing = collect_single_turn(
                 chosen, sampler=sampler, renderer=renderer, pool=pool, group_size=cfg.group_size,
-                sampling_params=params, grade_workers=cfg.grade_workers,
+                sampling_params=params, grade_workers=self.grade_threads,
                 max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
+                grade_deadline_s=cfg.grade_deadline_s, late_answers=cfg.late_answers,
             )
-        return Batch(version, sampler, groups, timing, scores)
+        outcomes = group_outcomes(groups)
+        self.problem_sampler.observe(step, outcomes)
+        sampler_metrics = {**curriculum.by_group_metrics(outcomes), **self.problem_sampler.metrics()}
+        return Batch(version, sampler, groups, timing, scores, self.problem_sampler.state(), sampler_metrics)
 
     def _train_step(self, step: int, batch: Batch, blocked_from: float, training: TrainingClient) -> SamplingClient:
         cfg = self.config
@@ -262,6 +244,7 @@ class Trainer:
         grade_wait = timing.grade_wait_after(blocked_from)
         metrics = {
             **rollout_metrics(batch.groups),
+            **(batch.sampler_metrics or {}),
             **stats,
             **train_metrics,
             **self._accounting(batch, datums),
@@ -274,9 +257,12 @@ class Trainer:
             "time/train": train_s,
             "time/step": step_s,
             "time/grade_wait_share": grade_wait / step_s if step_s else 0.0,
+            **late_metrics(batch.groups),
         }
         self.log.log_metrics(step, metrics)
         self.log.log_rollouts(step, [r.summary() for g in batch.groups for r in g.rollouts])
+        if batch.sampler_state is not None:
+            curriculum.save_state(cfg.run_dir, step, batch.sampler_state)
         last = step == cfg.steps - 1
         if (cfg.save_every and (step + 1) % cfg.save_every == 0) or last:
             state = training.save_state(f"step{step:05d}").result()
@@ -408,28 +394,3 @@ class Trainer:
         plan = self._aligner.plan(turn.completion_tokens)
         aligned = plan.map(teacher_completion_logprobs(teacher, prompt, plan.teacher_tokens))
         return TeacherScore(aligned, len(prompt) + len(plan.teacher_tokens))
-
-
-def rollout_metrics(groups: list[Group]) -> dict[str, float]:
-    """Per-step environment metrics (names as tinker-cookbook logs them)."""
-    rollouts: list[Rollout] = [r for g in groups for r in g.rollouts]
-    scored = [r for r in rollouts if r.error is None]
-    n = max(1, len(scored))
-
-    def stage_rate(name: str) -> float:
-        return sum(bool(r.info.get("stages", {}).get(name, {}).get("passed")) for r in scored) / n
-
-    logprobs = [lp for r in rollouts for t in r.turns for lp in t.completion_logprobs]
-    return {
-        "env/all/reward/total": sum(r.reward for r in scored) / n,
-        "env/all/format_rate": stage_rate("format"),
-        "env/all/syntax_rate": stage_rate("syntax"),
-        "env/all/interface_rate": stage_rate("interface"),
-        "env/all/pass_rate": sum(bool(r.info.get("passed")) for r in scored) / n,
-        "env/all/excluded": sum(r.excluded for r in rollouts),
-        "env/all/errors": len(rollouts) - len(scored),
-        "rollouts": len(rollouts),
-        "entropy": -sum(logprobs) / len(logprobs) if logprobs else 0.0,
-    }
-
-

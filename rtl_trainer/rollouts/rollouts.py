@@ -87,11 +87,17 @@ class EnvPool:
             self._all.append(env)
             self._envs.put(env)
 
-    def score(self, problem_id: str, text: str) -> tuple[float, dict[str, Any]]:
-        """Reset on the problem, answer it, and return the reward and final info."""
+    def score(self, problem_id: str, text: str, deadline: float | None = None) -> tuple[float, dict[str, Any]]:
+        """Reset on the problem, answer it, and return the reward and final info.
+
+        ``deadline`` (a ``time.time()``): the env's ``grading_deadline`` option.
+        """
         env = self._envs.get()
         try:
-            env.reset(options={"problem_id": problem_id})
+            options: dict[str, Any] = {"problem_id": problem_id}
+            if deadline is not None:
+                options["grading_deadline"] = deadline
+            env.reset(options=options)
             _, reward, _, _, info = env.step(text)
             return float(reward), info
         finally:
@@ -131,6 +137,8 @@ class RolloutTiming:
         return max(0.0, self.graded_at - max(self.sampled_at, blocked_from))
 
 
+#: Why a rollout left out for being graded after the deadline has no reward.
+LATE = "late: not graded by the step's grading deadline"
 #: Called with each sampled turn as soon as it exists (e.g. to start teacher scoring
 #: while grading runs).
 OnTurn = Callable[[Turn], None]
@@ -152,8 +160,15 @@ def collect_single_turn(
     max_prompt_tokens: int | None = None,
     timeout_s: float = 600.0,
     on_turn: OnTurn | None = None,
+    grade_deadline_s: float | None = None,
+    late_answers: str = "drop",
 ) -> tuple[list[Group], RolloutTiming]:
-    """Sample ``group_size`` answers per problem and grade them, overlapping the two."""
+    """Sample ``group_size`` answers per problem and grade them, overlapping the two.
+
+    ``grade_deadline_s``: each answer must be graded within that many seconds of arriving
+    (so the step waits at most that long after its last sample); a late one is scored
+    ``timeout`` by the env (``info["late"]``) and, with ``late_answers="drop"``, left out.
+    """
     timing = RolloutTiming(started_at=time.monotonic())
     lock = threading.Lock()
     requests = []
@@ -166,10 +181,10 @@ def collect_single_turn(
     groups: list[Group] = []
     grading: list[tuple[Rollout, Future[tuple[float, dict[str, Any]]]]] = []
 
-    def timed_score(pid: str, text: str) -> tuple[float, dict[str, Any]]:
+    def timed_score(pid: str, text: str, deadline: float | None) -> tuple[float, dict[str, Any]]:
         t0 = time.monotonic()
         try:
-            return pool.score(pid, text)
+            return pool.score(pid, text, deadline)
         finally:
             with lock:
                 timing.grade_s += time.monotonic() - t0
@@ -189,7 +204,8 @@ def collect_single_turn(
                 turn = Turn(prompt, tokens, list(sequence.logprobs or []), text, messages)
                 rollout = Rollout(pid, [turn])
                 group.rollouts.append(rollout)
-                grading.append((rollout, executor.submit(timed_score, pid, text)))
+                deadline = None if grade_deadline_s is None else time.time() + grade_deadline_s
+                grading.append((rollout, executor.submit(timed_score, pid, text, deadline)))
                 if on_turn is not None:
                     on_turn(turn)
         timing.sampled_at = time.monotonic()
@@ -198,6 +214,9 @@ def collect_single_turn(
                 rollout.reward, rollout.info = future.result(timeout=timeout_s)
             except (TimeoutError, Exception) as exc:
                 rollout.error = f"grading failed: {type(exc).__name__}: {exc}"
+                continue
+            if rollout.info.get("late") and late_answers == "drop":
+                rollout.error = LATE
     timing.graded_at = time.monotonic()
     return groups, timing
 
@@ -257,11 +276,16 @@ def collect_multi_turn(
     """Agentic episodes, ``group_size`` per problem, run on ``workers`` threads."""
     start = time.monotonic()
 
-    def episode(pid: str) -> Rollout:
+    def episode(pid: str, index: int) -> Rollout:
+        # One sample per request: with the step's seed as it is, every episode of a group
+        # would draw the same first answer (no advantage to learn from).
+        params = sampling_params
+        if params.seed is not None:
+            params = params.model_copy(update={"seed": params.seed * 1009 + index})
         env = make_env()
         try:
             return run_episode(
-                pid, env, sampler=sampler, renderer=renderer, sampling_params=sampling_params,
+                pid, env, sampler=sampler, renderer=renderer, sampling_params=params,
                 max_prompt_tokens=max_prompt_tokens, timeout_s=timeout_s, on_turn=on_turn,
             )
         except Exception as exc:  # one broken episode must not end the run
@@ -270,7 +294,7 @@ def collect_multi_turn(
             env.close()
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
-        futures = {pid: [executor.submit(episode, pid) for _ in range(group_size)] for pid in problem_ids}
+        futures = {pid: [executor.submit(episode, pid, i) for i in range(group_size)] for pid in problem_ids}
         groups = [Group(pid, [f.result() for f in fs]) for pid, fs in futures.items()]
     end = time.monotonic()
     return groups, RolloutTiming(started_at=start, sampled_at=end, graded_at=end)

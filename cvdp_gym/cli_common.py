@@ -1,0 +1,82 @@
+"""What the ``cvdp-gym`` commands share: the console, option types, errors, runners, datasets."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from cvdp_gym.data import Dataset
+    from cvdp_gym.grading.executors import GradeExecutor
+    from cvdp_gym.harness.runner import HarnessRunner
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+SandboxOpt = Annotated[str, typer.Option(help="Where harnesses run: bubblewrap (no daemon) or docker.")]
+ExecutorOpt = Annotated[str | None, typer.Option(help="Where simulations run: threads (default), processes[:N] or ray[:ADDRESS].")]
+ToolchainOpt = Annotated[
+    str | None,
+    typer.Option(help="root (the pinned Icarus 13 root, default) or host (the machine's own simulators; a fallback)."),
+]
+DatasetArg = Annotated[
+    str,
+    typer.Argument(help="'bundled', a CVDP .jsonl file (or a folder of them), or 'hf[:PATTERN]' for the Hugging Face dataset."),
+]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` as one line (no wrapping, no markup from file names); exit 2."""
+    console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+def harness_runner(sandbox: str, toolchain: str | None, timeout: float) -> HarnessRunner:
+    """A harness runner for the CLI, or a one-line error and exit 2."""
+    from cvdp_gym.harness.runner import HarnessRunner, RunOptions
+    from cvdp_gym.sandbox import make_sandbox
+    from cvdp_gym.sandbox.bwrap import Limits, SandboxUnavailable
+
+    try:
+        return HarnessRunner(make_sandbox(sandbox, toolchain=toolchain), RunOptions(limits=Limits(wall_s=timeout)))
+    except (SandboxUnavailable, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+
+def executor_option(spec: str | None, workers: int) -> GradeExecutor | None:
+    """The executor a ``--executor`` option names (None: threads in this process)."""
+    from cvdp_gym.grading.executors import make_executor, parse_executor
+    from cvdp_gym.grading.jobs import NodeToolchainError
+
+    try:
+        if spec is None or parse_executor(spec)[0] == "threads":
+            return None
+        return make_executor(spec, workers=workers)
+    except (ValueError, ImportError, NodeToolchainError, ConnectionError, RuntimeError) as exc:
+        raise fail(f"--executor {spec}: {exc}") from None
+
+
+def load_problems(dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool) -> Dataset:
+    """The selected problems; a dataset that cannot be read is a one-line error."""
+    from cvdp_gym.data import DatasetError, load_dataset
+    from cvdp_gym.data.hub import HubUnavailable
+
+    try:
+        data = load_dataset(dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient)
+    except (DatasetError, HubUnavailable) as exc:
+        raise fail(str(exc)) from None
+    for skipped in data.skipped:
+        console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")
+    return data
+
+
+def progress_bar(label: str) -> Progress:
+    """The progress bar of a long command: count, elapsed time and the last item done."""
+    return Progress(
+        TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"), console=console, transient=not sys.stdout.isatty(),
+    )

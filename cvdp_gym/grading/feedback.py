@@ -1,0 +1,115 @@
+"""Feedback to a model from the staged grader's verdict, at three levels of detail.
+
+- ``compile``: the verdict in one line, and on a build error the compiler's messages.
+- ``interface`` (default): also, on an interface error, the missing and extra ports and
+  the wrong directions (against the reference, when the dataset has one) and the ports
+  the tests drive that the module lacks.
+- ``tests``: also the names of the failing cocotb tests and their assertion messages.
+  These come from the problem's hidden harness: a model that sees them can fit the tests
+  rather than the specification, so an evaluation with ``tests`` feedback is not
+  comparable to the official (one-shot) one.
+
+Every part is bounded; the whole text is at most ``max_chars`` characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.grading.grader import FORMAT_ERROR, INTERFACE_ERROR, GradeResult
+from cvdp_gym.grading.interface import check_interface
+from cvdp_gym.harness.results import (
+    BUILD_ERROR,
+    RESOURCE_LIMIT,
+    TEST_FAILURE,
+    TIMEOUT,
+    compile_errors,
+)
+
+FEEDBACK_MODES = ("compile", "interface", "tests")
+DEFAULT_FEEDBACK = "interface"
+MAX_FEEDBACK_CHARS = 3000
+#: Compiler lines and failing tests shown at most.
+MAX_COMPILER_LINES = 12
+MAX_FAILED_TESTS = 5
+_WORKSPACE_PREFIX = re.compile(r"(?<![\w/])/code/")
+
+
+def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEEDBACK, *, max_chars: int = MAX_FEEDBACK_CHARS) -> str:
+    """What the grader tells the model about ``result`` in ``mode`` (see the module docstring)."""
+    if mode not in FEEDBACK_MODES:
+        raise ValueError(f"unknown feedback mode {mode!r}; expected one of {FEEDBACK_MODES}")
+    level = FEEDBACK_MODES.index(mode)
+    lines = [_verdict(result)]
+    if result.failure_class == BUILD_ERROR:
+        lines += ["Compiler messages:", *compiler_lines(result)]
+    elif result.failure_class == INTERFACE_ERROR and level >= 1:
+        lines += interface_lines(result, problem)
+    elif result.failure_class in (TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT) and result.syntax_ok and level >= 1:
+        lines.append("The module's interface matches what the tests expect.")
+        if level >= 2:
+            lines += test_lines(result)
+    lines.append(_REQUEST)
+    text = "\n".join(lines)
+    return text if len(text) <= max_chars else text[: max_chars - 20].rstrip() + "\n[... truncated]"
+
+
+_REQUEST = "Fix the design and answer again with the complete corrected file(s)."
+
+
+def _verdict(result: GradeResult) -> str:
+    """One line every mode gives: how far the answer got."""
+    cls = result.failure_class
+    if result.passed:
+        return "Every test passed."
+    if cls == FORMAT_ERROR:
+        return f"No code could be taken from the answer: {result.reason}. Put each file in a fenced code block."
+    if cls == BUILD_ERROR:
+        return "The design does not compile."
+    if cls == INTERFACE_ERROR:
+        return "The design compiles, but its module or ports do not match what the tests expect."
+    if cls == TIMEOUT:
+        return "The design compiles, but the simulation did not finish within the time limit."
+    if cls == RESOURCE_LIMIT:
+        return "The design compiles, but the simulation ran out of memory."
+    return "The design compiles, but it fails the tests."
+
+
+def compiler_lines(result: GradeResult) -> list[str]:
+    """The compiler's diagnostics (paths relative to the workspace), bounded."""
+    found = compile_errors(result.log_tail, MAX_COMPILER_LINES) or [result.reason]
+    return [_WORKSPACE_PREFIX.sub("", line)[:300] for line in found]
+
+
+def interface_lines(result: GradeResult, problem: Problem) -> list[str]:
+    """Missing and extra ports, wrong directions, and ports the tests drive that are absent."""
+    verdict = check_interface(problem, result.files) if result.files else None
+    if verdict is None or verdict.ok:
+        return [_WORKSPACE_PREFIX.sub("", result.reason)[:500]]
+    top = verdict.top or "the top module"
+    if verdict.detail.startswith("module "):
+        return [f"{_WORKSPACE_PREFIX.sub('', verdict.detail)[:500]}; the tests instantiate {top}."]
+    lines = []
+    if verdict.missing_ports:
+        lines.append(f"Missing ports of {top}: {', '.join(verdict.missing_ports)}")
+    if verdict.extra_ports:
+        lines.append(f"Ports {top} declares that are not expected: {', '.join(verdict.extra_ports)}")
+    if verdict.direction_mismatch:
+        lines.append(f"Wrong port directions: {', '.join(verdict.direction_mismatch)}")
+    if verdict.untouchable:
+        lines.append(f"The tests drive {', '.join(verdict.untouchable)}, which {top} does not declare")
+    return lines
+
+
+def test_lines(result: GradeResult) -> list[str]:
+    """Test counts, and each failing test with its assertion message (bounded)."""
+    tests = result.tests
+    lines = [f"{tests.failed} of {tests.total} tests failed." if tests.total else f"The tests failed: {result.reason}"]
+    for failure in result.failures[:MAX_FAILED_TESTS]:
+        message = failure.get("message", "").strip().splitlines()
+        lines.append(f"- {failure.get('test', '?')}: {message[0][:300] if message else '(no message)'}")
+    hidden = len(result.failures) - MAX_FAILED_TESTS
+    if hidden > 0:
+        lines.append(f"- ... and {hidden} more")
+    return lines

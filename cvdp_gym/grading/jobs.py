@@ -1,0 +1,105 @@
+"""Grading jobs as plain functions of picklable arguments, so any executor can run them.
+
+A job names its runner by a ``RunnerSpec`` (sandbox, toolchain kind, limits and the
+toolchain fingerprint the caller expects), not by a runner object: a worker process or a
+Ray node builds the runner once from the spec with its own toolchain, and refuses to grade
+when that toolchain is missing or is not the one the caller's cache keys were made with.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.results import HarnessResult
+from cvdp_gym.harness.runner import HarnessRunner, RunOptions
+from cvdp_gym.sandbox import Limits, SandboxUnavailable, make_sandbox
+from cvdp_gym.toolchain import INSTALL_ROOT, detect, toolchain_dir
+
+
+class NodeToolchainError(RuntimeError):
+    """A worker (a Ray node, a process) cannot grade: no toolchain, or a different one."""
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """Everything a worker needs to build the same runner as the caller."""
+
+    sandbox: str = "bubblewrap"
+    toolchain: str = "root"
+    limits: Limits = field(default_factory=Limits)
+    fingerprint: str = ""  # the caller's; a worker with another toolchain refuses
+
+    @classmethod
+    def of(cls, runner: HarnessRunner) -> RunnerSpec:
+        name = getattr(runner.sandbox, "name", "bubblewrap")
+        return cls(name, runner.toolchain.kind, runner.options.limits, runner.toolchain.fingerprint())
+
+
+_RUNNERS: dict[RunnerSpec, HarnessRunner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def _where() -> str:
+    return f"{socket.gethostname()} (pid {os.getpid()})"
+
+
+def runner_for(spec: RunnerSpec) -> HarnessRunner:
+    """This process's runner for ``spec``, built once; a clear error when this machine
+    cannot grade with the toolchain the caller expects."""
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(spec)
+        if runner is not None:
+            return runner
+        toolchain = detect(spec.toolchain)
+        if not toolchain.ready:
+            fix = INSTALL_ROOT + (" --toolchain host" if spec.toolchain == "host" else "")
+            raise NodeToolchainError(
+                f"{_where()} has no {spec.toolchain} simulation toolchain at {toolchain_dir()}: "
+                f"run `{fix}` on that machine, or set CVDP_GYM_TOOLCHAIN to a shared copy"
+            )
+        found = toolchain.fingerprint()
+        if spec.fingerprint and found != spec.fingerprint:
+            raise NodeToolchainError(
+                f"{_where()} has toolchain {found}, but the caller grades with {spec.fingerprint}: "
+                f"rebuild it with `{INSTALL_ROOT}` (same project version on every node)"
+            )
+        try:
+            sandbox = make_sandbox(spec.sandbox, toolchain=spec.toolchain)
+        except (SandboxUnavailable, ValueError) as exc:
+            raise NodeToolchainError(f"{_where()} cannot start the {spec.sandbox} sandbox: {exc}") from exc
+        runner = HarnessRunner(sandbox, RunOptions(limits=spec.limits))
+        _RUNNERS[spec] = runner
+        return runner
+
+
+def harness_job(spec: RunnerSpec, problem: Problem, files: Mapping[str, str]) -> HarnessResult:
+    """Run ``problem``'s harness on ``files`` (what ``cvdp-gym check`` sends)."""
+    return runner_for(spec).run(problem, files)
+
+
+def grade_job(
+    spec: RunnerSpec, lint: bool, interface: bool, problem: Problem, files: Mapping[str, str]
+) -> dict[str, Any]:
+    """The grader's stages after extraction (syntax, interface, tests), uncached; returns
+    ``GradeResult.to_dict()`` (plain data crosses process and node boundaries unchanged)."""
+    from cvdp_gym.grading.grader import Grader
+
+    grader = Grader(runner_for(spec), cache=None, lint=lint, interface=interface)
+    return grader.grade_here(problem, dict(files)).to_dict()
+
+
+def probe_job(spec: RunnerSpec) -> dict[str, str]:
+    """Where a job would run and with which toolchain (raises ``NodeToolchainError``)."""
+    runner = runner_for(spec)
+    return {"where": _where(), "fingerprint": runner.toolchain.fingerprint()}
+
+
+def noop_job(value: Any = None) -> Any:
+    """Returns its argument: measures an executor's own per-job overhead."""
+    return value

@@ -1,0 +1,40 @@
+"""A grading worker process for ``ProcessExecutor``: ``python -m cvdp_gym.grading.worker R W``.
+
+Reads ``(job_id, fn, args)`` from file descriptor R and writes ``(job_id, status, value)``
+to W, one job at a time. SIGINT cancels the running job (``KeyboardInterrupt``: the
+sandbox's cleanup kills its command) and the worker goes on serving.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from multiprocessing.connection import Connection
+
+
+def serve(incoming: Connection, outgoing: Connection) -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    while True:
+        try:
+            message = incoming.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if message is None:
+            return
+        job_id, fn, args = message
+        try:
+            reply = (job_id, "ok", fn(*args))
+        except KeyboardInterrupt:
+            reply = (job_id, "cancelled", None)
+        except BaseException as exc:  # the job's error travels back to the caller
+            reply = (job_id, "error", exc)
+        try:
+            outgoing.send(reply)
+        except (OSError, KeyboardInterrupt):
+            return
+        except Exception as exc:  # the result or the exception would not pickle
+            outgoing.send((job_id, "error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+if __name__ == "__main__":
+    serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))

@@ -1,0 +1,15 @@
+"""Adapters that let other RL libraries train and evaluate on the CVDP environments.
+
+One module per library, each imported only when used (the library itself is an optional
+extra of this package):
+
+- ``cvdp_gym.integrations.tinker_cookbook``: ``Env``, ``EnvGroupBuilder``, ``RLDataset`` and
+  an ``RLDatasetBuilder`` for ``tinker_cookbook.rl.train`` (extra ``tinker-cookbook``).
+- ``cvdp_gym.integrations.trl``: reward functions, a prompt dataset and a tool environment
+  for TRL's ``GRPOTrainer`` (extra ``trl``).
+- ``cvdp_gym.integrations.verifiers``: ``load_environment()`` and a ``verifiers.v1`` taskset
+  whose rewards are the staged grader's (extra ``verifiers``).
+
+They use only the package's public API: the Gymnasium environments, their documented
+``info`` keys, and ``Grader``.
+"""

@@ -1,0 +1,132 @@
+"""verifiers 0.4.0 adapter: real rollouts through verifiers' own env, harness programs
+(prepared by uv from PyPI, run in the subprocess runtime), interception server and client,
+against a scripted OpenAI-compatible server on 127.0.0.1; rewards from the real simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("verifiers.v1")
+
+import verifiers.v1 as vf
+from verifiers.v1.env import RunSlot
+
+from cvdp_gym.integrations.verifiers import load_environment
+
+pytestmark = pytest.mark.sandbox
+
+BUNDLED = Path(__file__).parents[1] / "cvdp_gym" / "data" / "bundled"
+SINGLE, SINGLE_TARGET = "cvdp_gym_traffic_light_0001", "rtl/traffic_light.sv"
+AGENTIC, AGENTIC_TARGET = "cvdp_gym_agentic_pwm_gen_0001", "rtl/pwm_gen.sv"
+
+
+def design(problem_id: str, target: str, agent: str) -> str:
+    folder = "solution" if agent == "correct" else "candidates/functional_bug"
+    return (BUNDLED / problem_id / folder / target).read_text()
+
+
+def reply(body: dict[str, Any]) -> dict[str, Any]:
+    """The scripted agent's next message: single turn, one fenced design; agentic, one
+    ``bash`` call that writes the design, then a summary without tool calls."""
+    agent = body["model"]
+    if not body.get("tools"):
+        return {"content": f"```systemverilog\n{design(SINGLE, SINGLE_TARGET, agent)}```"}
+    if any(m["role"] == "tool" for m in body["messages"]):
+        return {"content": "Done."}
+    command = f"cat > {AGENTIC_TARGET} <<'EOF'\n{design(AGENTIC, AGENTIC_TARGET, agent)}EOF"
+    call = {"index": 0, "id": "call_0", "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
+    return {"tool_calls": [call]}
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[tuple[list[dict[str, Any]], str]]:
+    """A streaming chat-completions server (verifiers' client streams) that records requests."""
+    requests: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            delta = {"role": "assistant", **reply(body)}
+            finish = "tool_calls" if "tool_calls" in delta else "stop"
+            head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+            chunks = [
+                {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+                {**head, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
+            ]
+            data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield requests, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def rollouts(env: vf.Env, base_url: str, agents: list[str], monkeypatch) -> list[vf.Episode]:
+    """One episode per scripted agent on the env's one task, concurrently."""
+    monkeypatch.setenv("CVDP_LOCAL_KEY", "local")
+    (task,) = list(env.taskset)
+
+    async def play() -> list[vf.Episode]:
+        async with env.serving():
+            runs = []
+            for agent in agents:
+                client = vf.EvalClientConfig(base_url=base_url, api_key_var="CVDP_LOCAL_KEY")
+                ctx = vf.ModelContext(client=client, model=agent, sampling=vf.SamplingConfig())
+                runs.append(env.run_slot(RunSlot(task), ctx))
+            return await asyncio.gather(*runs)
+
+    return asyncio.run(play())
+
+
+def test_single_turn_rollouts_are_scored_by_the_staged_grader(endpoint, monkeypatch):
+    requests, base_url = endpoint
+    env = load_environment("bundled", ids=[SINGLE])
+    correct, wrong = rollouts(env, base_url, ["correct", "wrong"], monkeypatch)
+    for episode in (correct, wrong):
+        assert episode.ok, episode.errors
+        (trace,) = episode.traces
+        assert [m.role for m in trace.messages] == ["system", "user", "assistant"]
+        assert trace.task.data.problem_id == SINGLE
+    (good,), (bad,) = correct.traces, wrong.traces
+    assert list(good.rewards) == ["cvdp_reward"] and good.reward == pytest.approx(1.4)  # shaped: format + syntax + pass
+    assert good.metrics["passed"] == 1.0 and good.metrics["tests_total"] > 0
+    assert bad.reward == pytest.approx(0.4)  # compiles, fails the tests
+    assert bad.metrics["passed"] == 0.0 and bad.metrics["tests_passed"] < bad.metrics["tests_total"]
+    sent = [r for r in requests if r["model"] in ("correct", "wrong") and not r.get("tools")]
+    assert sent and all(r["messages"][0]["role"] == "system" for r in sent)
+
+
+def test_agentic_rollout_edits_the_workspace_with_bash_and_is_graded(endpoint, monkeypatch):
+    requests, base_url = endpoint
+    env = load_environment("bundled", agentic=True, ids=[AGENTIC], reward="binary")
+    correct, wrong = rollouts(env, base_url, ["correct", "wrong"], monkeypatch)
+    for episode in (correct, wrong):
+        assert episode.ok, episode.errors
+        (trace,) = episode.traces
+        roles = [m.role for m in trace.messages]
+        assert roles[-3:] == ["assistant", "tool", "assistant"] and trace.messages[-2].content == ""
+    assert correct.traces[0].reward == 1.0
+    assert wrong.traces[0].reward == 0.0
+    assert wrong.traces[0].metrics["syntax_ok"] == 1.0 and wrong.traces[0].metrics["tests_total"] > 0
+    tools = {t["function"]["name"] for r in requests if r.get("tools") for t in r["tools"]}
+    assert "bash" in tools
