@@ -193,6 +193,9 @@ def check(
         _check_interrupted(stop, out, _resume_command(ctx))
     except JsonlError as exc:  # --resume with a results file we cannot read
         raise fail(str(exc)) from None
+    finally:
+        if pool is not None:
+            pool.close()
 
     table = Table(title=f"cvdp-gym check: {data.source} ({len(outcomes)} runs)")
     for column in ("problem", "candidate", "verdict", "expected", "tests", "time (s)", "reason"):

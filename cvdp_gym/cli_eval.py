@@ -249,9 +249,13 @@ def eval_command(
         jobs = max(jobs, grader.executor.capacity)
     episodes = agentic or refine is not None
     evaluator, options = (AgenticEvaluator, {}) if episodes else (Evaluator, {"jobs": jobs})
-    rows, results_path = _eval_run(
-        lambda on_done: evaluator(grader, reward_fn, out, resume=resume, on_done=on_done, **options), keys, start
-    )
+    try:
+        rows, results_path = _eval_run(
+            lambda on_done: evaluator(grader, reward_fn, out, resume=resume, on_done=on_done, **options), keys, start
+        )
+    finally:
+        if grader.executor is not None:
+            grader.executor.close()
     meta.update(graded=len(rows), wall_s=round(time.monotonic() - began, 1), notes=notes)
     _eval_report(rows, k, meta, out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}")

@@ -45,7 +45,8 @@ def test_unknown_toolchain_is_one_clear_error():
 def test_check_writes_results_and_resumes(toolchain, tmp_path):
     pid = load_dataset("bundled").ids[0]
     out_file = tmp_path / "check.jsonl"
-    first = run_cli("check", "bundled", "--id", pid, "--out", str(out_file), "--jobs", "2")
+    # Harnesses in worker processes (the --executor option); verdicts as in-process.
+    first = run_cli("check", "bundled", "--id", pid, "--out", str(out_file), "--executor", "processes:2")
     assert first.returncode == 0, first.stdout + first.stderr
     rows = [json.loads(line) for line in out_file.read_text().splitlines()]
     names = {r["name"] for r in rows}
@@ -59,6 +60,11 @@ def test_check_writes_results_and_resumes(toolchain, tmp_path):
     assert second.returncode == 0, second.stdout
     lines = out_file.read_text().splitlines()
     assert len([ln for ln in lines if ln.startswith('{"key": "' + pid)]) == len(rows)
+
+
+def test_unknown_executor_is_one_clear_error(tmp_path):
+    done = run_cli("check", "bundled", "--executor", "gpu", "--out", str(tmp_path / "c.jsonl"))
+    assert done.returncode == 2 and "unknown executor 'gpu'" in done.stdout + done.stderr
 
 
 def test_check_reports_bad_dataset_clearly(tmp_path):

@@ -191,6 +191,7 @@ class ProcessExecutor:
             [sys.executable, "-m", "cvdp_gym.grading.worker", str(to_child_r), str(from_child_w)],
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
+            start_new_session=True,  # the terminal's Ctrl-C is the caller's to handle (close())
         )
         os.close(to_child_r)
         os.close(from_child_w)

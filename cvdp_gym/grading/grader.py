@@ -9,6 +9,7 @@ simulation. Results are cached by content hash, so identical responses are simul
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import CancelledError, Future
@@ -137,6 +138,7 @@ class Grader:
         self._fingerprint = self.runner.toolchain.fingerprint()
         self._spec = RunnerSpec.of(self.runner)
         self._waiter: GradeExecutor | None = None  # for deadlines without an executor
+        self._waiter_lock = threading.Lock()
 
     def grade_response(self, problem: Problem, response: str, *, deadline: float | None = None) -> GradeResult:
         """Extract the target files from a single-shot answer, then grade them.
@@ -216,8 +218,9 @@ class Grader:
         ``GradeResult.to_dict()``."""
         executor = self.executor
         if executor is None:
-            if self._waiter is None:
-                self._waiter = ThreadExecutor(workers=64)
+            with self._waiter_lock:
+                if self._waiter is None:
+                    self._waiter = ThreadExecutor(workers=64)
             executor = self._waiter
         check_nodes = getattr(executor, "check_nodes", None)
         if callable(check_nodes):
