@@ -66,11 +66,43 @@ def _ray_workers(cluster: LocalRayCluster) -> set[int]:
     return found
 
 
-def test_cluster_has_two_nodes_on_loopback(executor):
+#: Loopback as ``/proc/net/tcp{,6}`` print it (127.0.0.1, ::ffff:127.0.0.1, ::1).
+LOOPBACK_HEX = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+
+
+def _listening_addresses(cluster: LocalRayCluster) -> set[str]:
+    """Hex local addresses of every listening TCP socket held by the cluster's processes."""
+    sessions = {proc.pid for proc in cluster.processes}
+    inodes = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_bytes()
+            if int(stat[stat.rfind(b")") + 2 :].split()[3]) not in sessions:
+                continue
+            for fd in (entry / "fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            continue
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.add(fields[1].split(":")[0])
+    return found
+
+
+def test_cluster_has_two_nodes_on_loopback_only(cluster, executor):
     nodes = [n for n in ray.nodes() if n["Alive"]]
     assert len(nodes) == 2
     assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}
     assert executor.capacity == 2
+    addresses = _listening_addresses(cluster)
+    assert addresses and addresses <= LOOPBACK_HEX, addresses  # nothing reachable from outside
 
 
 def test_bundled_set_gets_the_same_verdicts_as_local_threads(executor, runner, bundled_jobs, bundled_results):
