@@ -47,7 +47,7 @@ echo "[setup] simulation root (pinned Icarus 13 toolchain) and host fallback env
 .venv/bin/cvdp-gym toolchain install
 .venv/bin/cvdp-gym toolchain install --toolchain host
 
-if [ -z "${NO_DOCKER:-}" ]; then
+if [ "${NO_DOCKER:-0}" = "0" ]; then
   if bash scripts/dockerd.sh; then
     echo "[setup] Docker stand-in image: $(.venv/bin/cvdp-gym toolchain docker-image)"
   else
