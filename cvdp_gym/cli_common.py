@@ -49,13 +49,11 @@ def harness_runner(sandbox: str, toolchain: str | None, timeout: float) -> Harne
 
 def executor_option(spec: str | None, workers: int) -> GradeExecutor | None:
     """The executor a ``--executor`` option names (None: threads in this process)."""
-    from cvdp_gym.grading.executors import make_executor, parse_executor
+    from cvdp_gym.grading.executors import executor_besides_threads
     from cvdp_gym.grading.jobs import NodeToolchainError
 
     try:
-        if spec is None or parse_executor(spec)[0] == "threads":
-            return None
-        return make_executor(spec, workers=workers)
+        return executor_besides_threads(spec, workers=workers)
     except (ValueError, ImportError, NodeToolchainError, ConnectionError, RuntimeError) as exc:
         raise fail(f"--executor {spec}: {exc}") from None
 

@@ -299,6 +299,14 @@ def parse_executor(spec: str) -> tuple[str, str | None]:
     return name, rest or None
 
 
+def executor_besides_threads(spec: str | None, *, workers: int = 2) -> GradeExecutor | None:
+    """The executor a spec names, or None for ``threads``: the caller's own threads then
+    grade in place (no second pool between them and the sandbox)."""
+    if spec is None or parse_executor(spec)[0] == "threads":
+        return None
+    return make_executor(spec, workers=workers)
+
+
 def make_executor(spec: str | GradeExecutor | None = None, *, workers: int = 2) -> GradeExecutor:
     """An executor from a spec string (see the module docstring); objects pass through."""
     if spec is not None and not isinstance(spec, str):

@@ -185,13 +185,10 @@ class Grader:
         """
         start = time.monotonic()
         key = self._cache_key(problem, files) if workspace is None else None
-        if key is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                result = GradeResult.from_dict(hit)
-                result.cached = True
-                result.wall_s = time.monotonic() - start
-                return result
+        hit = self._cached(key)
+        if hit is not None:
+            hit.wall_s = time.monotonic() - start
+            return hit
         if workspace is not None or (self.executor is None and deadline is None):
             result = self.grade_here(problem, dict(files), workspace)
         else:
@@ -208,6 +205,15 @@ class Grader:
             GRADER_VERSION, self._fingerprint, self.lint, self.interface,
             problem.harness, problem.context, problem.reference, dict(files),
         )
+
+    def _cached(self, key: str | None) -> GradeResult | None:
+        """The cached verdict under ``key`` (marked ``cached``), if any."""
+        data = self.cache.get(key) if key is not None else None
+        if data is None:
+            return None
+        result = GradeResult.from_dict(data)
+        result.cached = True
+        return result
 
     def _store(self, key: str | None, result: GradeResult) -> None:
         if key is not None and not result.late and result.failure_class not in (TIMEOUT, "resource_limit"):
@@ -230,9 +236,8 @@ class Grader:
     def _wait(
         self, problem: Problem, files: Mapping[str, str], future: Future[dict[str, Any]], deadline: float | None
     ) -> GradeResult:
-        timeout = None if deadline is None else max(0.0, deadline - time.time())
         try:
-            return GradeResult.from_dict(future.result(timeout=timeout))
+            return GradeResult.from_dict(future.result(timeout=_seconds_until(deadline)))
         except (FutureTimeout, CancelledError):
             executor = self.executor or self._waiter
             if executor is not None:
@@ -317,15 +322,11 @@ class Grader:
             files, info, result = self._extract(problem, response)
             if result is None:
                 key = self._cache_key(problem, files)
-                hit = self.cache.get(key) if key is not None else None
-                if hit is not None:
-                    result = GradeResult.from_dict(hit)
-                    result.cached = True
-                else:
+                result = self._cached(key)
+                if result is None:
                     future = await asyncio.to_thread(self.submit, problem, files)
-                    timeout = None if deadline is None else max(0.0, deadline - time.time())
                     try:
-                        data = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+                        data = await asyncio.wait_for(asyncio.wrap_future(future), _seconds_until(deadline))
                         result = GradeResult.from_dict(data)
                     except (asyncio.TimeoutError, CancelledError):
                         self.executor.cancel(future)
@@ -336,3 +337,8 @@ class Grader:
             return result
 
         return list(await asyncio.gather(*(remote(p, r) for p, r in items)))
+
+
+def _seconds_until(deadline: float | None) -> float | None:
+    """How long to wait for a ``time.time()`` deadline (None: no deadline)."""
+    return None if deadline is None else max(0.0, deadline - time.time())

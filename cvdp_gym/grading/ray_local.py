@@ -97,13 +97,6 @@ class LocalRayCluster:
             self.wait_for_nodes(index + 1)
         return self
 
-    def alive_nodes(self) -> int:
-        from ray.util.state import list_nodes
-
-        with contextlib.suppress(Exception):
-            return sum(1 for n in list_nodes(address=self.address) if n.state == "ALIVE")
-        return 0
-
     def wait_for_nodes(self, count: int) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:

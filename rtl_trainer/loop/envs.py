@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 from tinker import types
 
-from cvdp_gym.grading.executors import GradeExecutor, make_executor, parse_executor
+from cvdp_gym.grading.executors import GradeExecutor, executor_besides_threads, parse_executor
 from rtl_trainer.config import TrainConfig
 
 
@@ -24,8 +24,7 @@ def is_multi_turn(env_id: str) -> bool:
 def grade_executor_for(config: TrainConfig) -> GradeExecutor | None:
     """The executor every environment of a run shares; ``None`` for ``threads`` (each
     grading thread simulates in place)."""
-    name, _ = parse_executor(config.grade_executor)
-    return None if name == "threads" else make_executor(config.grade_executor, workers=config.grade_workers)
+    return executor_besides_threads(config.grade_executor, workers=config.grade_workers)
 
 
 def grading_threads(config: TrainConfig, executor: GradeExecutor | None) -> int:
