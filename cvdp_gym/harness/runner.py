@@ -12,6 +12,7 @@ directory that is removed afterwards. Every result records the toolchain that gr
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -79,10 +80,9 @@ class HarnessRunner:
         self.toolchain = self.sandbox.toolchain
         self.options = options or RunOptions()
         self.versions = {"sandbox": getattr(self.sandbox, "name", type(self.sandbox).__name__), **self.toolchain.versions()}
+        # Each environment's distributions and versions, to judge a Dockerfile's pip steps.
         self._installed = {
-            generation: env.installed_distributions()
-            for generation, env in self.toolchain.envs.items()
-            if env.installed
+            generation: env.package_versions() for generation, env in self.toolchain.envs.items() if env.installed
         }
 
     def run(
@@ -175,6 +175,7 @@ class HarnessRunner:
                 source.mkdir(parents=True)
             mounts.append(Mount(source, volume.target, writable=not volume.read_only))
         cwd = service.working_dir or ("/rundir" if problem.agentic else "/code/rundir")
+        _make_working_dir(cwd, mounts)
         tag = uuid.uuid4().hex
         # The official image carries cocotb 2 only: cocotb 1.x harnesses use the stand-in.
         image = service.image if service.generation == "cocotb2" else None
@@ -198,10 +199,11 @@ class HarnessRunner:
     def _build_cache_env(self, image: str | None) -> dict[str, str]:
         """The root's read-only Verilator runtime cache, wherever the command runs on that root.
 
-        Not in the official ``nvidia/cvdp-sim`` image (Docker backend), which has no such cache.
+        A backend that picks an image per service says whether that image holds the cache
+        (``serves_runtime_cache``): the official ``nvidia/cvdp-sim`` has none (and no ccache).
         """
-        resolve = getattr(self.sandbox, "image_for", None)
-        if resolve is not None and resolve(image) != getattr(self.sandbox, "standin_tag", None):
+        serves = getattr(self.sandbox, "serves_runtime_cache", None)
+        if serves is not None and not serves(image):
             return {}
         return self.toolchain.build_cache_env()
 
@@ -287,6 +289,23 @@ class HarnessRunner:
             return compile_only(self.sandbox, self.toolchain, run_dir, service, started=start)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _make_working_dir(cwd: str, mounts: list[Mount]) -> None:
+    """Create a missing working directory inside a writable mount, as Docker does for
+    ``working_dir`` (CVDP's lint services run in ``/src/rundir/``, which no harness ships)."""
+    target = posixpath.normpath(cwd)
+    for mount in sorted(mounts, key=lambda m: len(m.target), reverse=True):
+        if target == mount.target or target.startswith(mount.target.rstrip("/") + "/"):
+            if mount.writable and target != mount.target:
+                folder = Path(mount.source)
+                for part in check_relative_path(posixpath.relpath(target, mount.target)).split("/"):
+                    folder = folder / part
+                    if folder.is_symlink():
+                        return  # made in the sandbox: never followed here
+                    if not folder.exists():
+                        folder.mkdir()
+            return
 
 
 def _writable_roots(run_dir: Path) -> list[Path]:
