@@ -127,7 +127,9 @@ class HarnessRunner:
                 shutil.copytree(run_dir, self.options.keep_dir / problem.id, dirs_exist_ok=True, symlinks=True)
             shutil.rmtree(run_dir, ignore_errors=True)
         failed = [r for r in results if not r.passed]
-        first = failed[0] if failed else None
+        # A candidate that does not compile is a build error, whichever service saw it first
+        # (a lint service before the simulation reports it as its own assertion).
+        first = next((r for r in failed if r.failure_class in (BUILD_ERROR, TOOLCHAIN_GAP)), failed[0] if failed else None)
         return HarnessResult(
             problem_id=problem.id,
             passed=not failed,
@@ -183,6 +185,7 @@ class HarnessRunner:
             "HOME": "/code/rundir", **self._build_cache_env(image), **service.environment, RUN_TAG: tag
         }
         watched = {m.target: m.source for m in mounts if m.writable}
+        started = time.time()
         with ResultsWatcher(_writable_roots(run_dir), tag=tag, mounts=watched) as watcher:
             outcome = self.sandbox.run(
                 service.command,
@@ -194,7 +197,7 @@ class HarnessRunner:
                 limits=limits,
                 image=image,
             )
-        return self._service_result(run_dir, service, outcome, service.generation, watcher)
+        return self._service_result(run_dir, service, outcome, service.generation, watcher, started)
 
     def _build_cache_env(self, image: str | None) -> dict[str, str]:
         """The root's read-only Verilator runtime cache, wherever the command runs on that root.
@@ -208,11 +211,17 @@ class HarnessRunner:
         return self.toolchain.build_cache_env()
 
     def _service_result(
-        self, run_dir: Path, service: Service, outcome: SandboxResult, env_generation: str, watcher: ResultsWatcher
+        self,
+        run_dir: Path,
+        service: Service,
+        outcome: SandboxResult,
+        env_generation: str,
+        watcher: ResultsWatcher,
+        started: float,
     ) -> ServiceResult:
         output = outcome.output
         pytest_counts, harness_s = pytest_summary(output)
-        logs = _read_logs(run_dir)
+        logs = _read_logs(run_dir, since=started)
         # Test counts from cocotb's results files, never from console text a design can print.
         tests = watcher.counts()
         tail = output[-LOG_TAIL_CHARS:]
@@ -313,8 +322,13 @@ def _writable_roots(run_dir: Path) -> list[Path]:
     return [run_dir / "code" / "rundir", run_dir / "rundir"]
 
 
-def _read_logs(run_dir: Path) -> str:
-    """The tails of the compiler and simulator logs the harness left in its writable folders."""
+#: Slack on "written since the service started": file times come from a coarse kernel clock.
+_MTIME_SLACK_S = 0.05
+
+
+def _read_logs(run_dir: Path, *, since: float = 0.0) -> str:
+    """The tails of the compiler and simulator logs the harness left in its writable folders,
+    written since ``since`` (``time.time()``): an earlier service's logs are not this one's."""
     chunks: list[str] = []
     for root in _writable_roots(run_dir):
         if not root.exists():
@@ -324,7 +338,10 @@ def _read_logs(run_dir: Path) -> str:
                 continue  # a link made inside the sandbox must not make us read host files
             try:
                 with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                    size = os.fstat(handle.fileno()).st_size
+                    info = os.fstat(handle.fileno())
+                    if info.st_mtime < since - _MTIME_SLACK_S:
+                        continue
+                    size = info.st_size
                     handle.seek(max(0, size - _LOG_READ_BYTES))
                     chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
             except OSError:
