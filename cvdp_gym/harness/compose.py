@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -17,14 +18,18 @@ from typing import Any
 import yaml
 
 from cvdp_gym.errors import HarnessError
+from cvdp_gym.harness.dockerfile import read_dockerfile
 
 #: Image placeholders and names that the local toolchain stands in for, with the cocotb
-#: generation the image carried.
+#: generation the image carried. ``hdlc/impl`` (hdl/containers' place-and-route image, which
+#: v1.0.x synthesis Dockerfiles start from) had Yosys and Python without cocotb; v1.1.0 names
+#: ``__OSS_PNR_IMAGE__`` instead, the official image with Yosys 0.40, which the root carries.
 SIM_IMAGES = {
     "__OSS_SIM_IMAGE__": "cocotb2",
     "__OSS_PNR_IMAGE__": "cocotb2",
     "nvidia/cvdp-sim": "cocotb2",
     "hdlc/sim": "cocotb1",
+    "hdlc/impl": "cocotb2",
 }
 #: The hdl/containers simulator image under its registry paths; all are ``hdlc/sim``.
 _IMAGE_ALIASES = {
@@ -34,6 +39,9 @@ _IMAGE_ALIASES = {
     "gcr.io/hdl-containers/sim": "hdlc/sim",
     "docker.io/hdlc/sim": "hdlc/sim",
     "docker.io/nvidia/cvdp-sim": "nvidia/cvdp-sim",
+    "ghcr.io/hdl/impl/pnr": "hdlc/impl:pnr",
+    "gcr.io/hdl-containers/impl/pnr": "hdlc/impl:pnr",
+    "docker.io/hdlc/impl": "hdlc/impl",
 }
 COMMERCIAL_IMAGES = ("__VERIF_EDA_IMAGE__",)
 _COCOTB1_MARKERS = (
@@ -175,67 +183,13 @@ def _volumes(value: Any, service: Service) -> list[Volume]:
     return out
 
 
-def _dockerfile(text: str, service: Service, installed: set[str]) -> str | None:
-    """Apply a service's Dockerfile: returns its base image; notes what RUN lines need."""
-    base: str | None = None
-    joined = re.sub(r"\\\n", " ", text)
-    for raw in joined.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        word, _, rest = line.partition(" ")
-        word = word.upper()
-        if word == "FROM":
-            base = rest.split()[0] if rest.split() else None
-        elif word == "ENV":
-            if "=" in rest:
-                for token in shlex.split(rest):
-                    key, _, val = token.partition("=")
-                    service.environment[key] = val
-            else:
-                key, _, val = rest.partition(" ")
-                service.environment[key] = val.strip()
-        elif word == "RUN":
-            missing = _missing_pip_packages(rest, installed)
-            if missing is None:
-                service.unsupported = f"Dockerfile step not reproducible locally: RUN {rest.strip()}"
-            elif missing:
-                service.unsupported = (
-                    f"needs Python package(s) {', '.join(missing)} "
-                    f"(Dockerfile: RUN {rest.strip()}); add them to the simulation environment"
-                )
-        elif word == "WORKDIR":
-            service.working_dir = rest.strip()
-    return base
-
-
-def _missing_pip_packages(command: str, installed: set[str]) -> list[str] | None:
-    """Packages a ``pip install`` step needs that are not installed; ``None`` if not pip."""
-    steps = [s.strip() for s in re.split(r"&&|;", command) if s.strip()]
-    missing: list[str] = []
-    for step in steps:
-        tokens = shlex.split(step)
-        if "pip" in " ".join(tokens[:3]) and "install" in tokens:
-            for token in tokens[tokens.index("install") + 1 :]:
-                if token.startswith("-"):
-                    continue
-                name = re.split(r"[<>=!~\[;@ ]", token, maxsplit=1)[0].lower().replace("_", "-")
-                if name and name not in installed:
-                    missing.append(name)
-        elif tokens and tokens[0] in ("echo", "mkdir", "true", "chmod"):
-            continue
-        else:
-            return None
-    return missing
-
-
 def parse_services(
-    harness: dict[str, str], installed: dict[str, set[str]] | None = None
+    harness: dict[str, str], installed: Mapping[str, Mapping[str, str] | Collection[str]] | None = None
 ) -> list[Service]:
     """Services of the harness's ``docker-compose.yml``, in file order.
 
     ``installed`` maps each cocotb generation to the Python distributions its environment
-    has (to judge ``RUN pip install`` steps).
+    has, name -> version (to judge a Dockerfile's ``RUN pip install`` steps; ``dockerfile.py``).
     """
     compose_path = next((p for p in harness if PurePosixPath(p).name == "docker-compose.yml"), None)
     if compose_path is None:
@@ -263,8 +217,12 @@ def parse_services(
             text = harness.get(path)
             if text is None:
                 raise HarnessError(f"service {name!r} builds from {path}, which the harness lacks")
-            generation_hint = preferred or "cocotb2"
-            image = _dockerfile(text, service, installed.get(generation_hint, set())) or image
+            plan = read_dockerfile(text, installed.get(preferred or "cocotb2", {}))
+            service.environment.update(plan.environment)
+            service.working_dir = plan.working_dir or service.working_dir
+            service.notes += plan.notes
+            service.unsupported = plan.unsupported
+            image = plan.base or image
         service.image = str(image or "")
         for marker in COMMERCIAL_IMAGES:
             if marker in service.image:

@@ -20,6 +20,7 @@ beside it and the working directory is ``/rundir``. A repository that cannot be 
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -152,7 +153,9 @@ class HarnessRunner:
                 shutil.copytree(run_dir, self.options.keep_dir / problem.id, dirs_exist_ok=True, symlinks=True)
             _remove_run_dir(run_dir, tree)
         failed = [r for r in results if not r.passed]
-        first = failed[0] if failed else None
+        # A candidate that does not compile is a build error, whichever service saw it first
+        # (a lint service before the simulation reports it as its own assertion).
+        first = next((r for r in failed if r.failure_class in (BUILD_ERROR, TOOLCHAIN_GAP)), failed[0] if failed else None)
         return HarnessResult(
             problem_id=problem.id,
             passed=not failed,
@@ -223,6 +226,7 @@ class HarnessRunner:
                 source.mkdir(parents=True)
             mounts.append(Mount(source, volume.target, writable=not volume.read_only))
         cwd = service.working_dir or ("/rundir" if problem.agentic else "/code/rundir")
+        _make_working_dir(cwd, mounts)
         tag = uuid.uuid4().hex
         # The official image carries cocotb 2 only: cocotb 1.x harnesses use the stand-in.
         image = service.image if service.generation == "cocotb2" else None
@@ -231,6 +235,7 @@ class HarnessRunner:
             **seed_environment(seed, service.generation, service.environment),
         }
         watched = {m.target: m.source for m in mounts if m.writable}
+        started = time.time()
         with ResultsWatcher(_writable_roots(run_dir), tag=tag, mounts=watched) as watcher:
             outcome = self.sandbox.run(
                 service.command,
@@ -242,24 +247,31 @@ class HarnessRunner:
                 limits=limits,
                 image=image,
             )
-        return self._service_result(run_dir, service, outcome, service.generation, watcher)
+        return self._service_result(run_dir, service, outcome, service.generation, watcher, started)
 
     def _build_cache_env(self, image: str | None) -> dict[str, str]:
         """The root's read-only Verilator runtime cache, wherever the command runs on that root.
 
-        Not in the official ``nvidia/cvdp-sim`` image (Docker backend), which has no such cache.
+        A backend that picks an image per service says whether that image holds the cache
+        (``serves_runtime_cache``): the official ``nvidia/cvdp-sim`` has none (and no ccache).
         """
-        resolve = getattr(self.sandbox, "image_for", None)
-        if resolve is not None and resolve(image) != getattr(self.sandbox, "standin_tag", None):
+        serves = getattr(self.sandbox, "serves_runtime_cache", None)
+        if serves is not None and not serves(image):
             return {}
         return self.toolchain.build_cache_env()
 
     def _service_result(
-        self, run_dir: Path, service: Service, outcome: SandboxResult, env_generation: str, watcher: ResultsWatcher
+        self,
+        run_dir: Path,
+        service: Service,
+        outcome: SandboxResult,
+        env_generation: str,
+        watcher: ResultsWatcher,
+        started: float,
     ) -> ServiceResult:
         output = outcome.output
         pytest_counts, harness_s = pytest_summary(output)
-        logs = _read_logs(run_dir)
+        logs = _read_logs(run_dir, since=started)
         # Test counts from cocotb's results files, never from console text a design can print.
         tests = watcher.counts()
         tail = output[-LOG_TAIL_CHARS:]
@@ -348,10 +360,27 @@ def _remove_run_dir(run_dir: Path, tree: TreeCopy | None) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def installed_distributions(toolchain: Toolchain) -> dict[str, set[str]]:
-    """The Python distributions of each installed cocotb environment, as ``parse_services``
-    takes them to judge a Dockerfile's ``RUN pip install`` steps."""
-    return {generation: env.installed_distributions() for generation, env in toolchain.envs.items() if env.installed}
+def installed_distributions(toolchain: Toolchain) -> dict[str, dict[str, str]]:
+    """Each installed cocotb environment's Python distributions and versions, as
+    ``parse_services`` takes them to judge a Dockerfile's ``RUN pip install`` steps."""
+    return {generation: env.package_versions() for generation, env in toolchain.envs.items() if env.installed}
+
+
+def _make_working_dir(cwd: str, mounts: list[Mount]) -> None:
+    """Create a missing working directory inside a writable mount, as Docker does for
+    ``working_dir`` (CVDP's lint services run in ``/src/rundir/``, which no harness ships)."""
+    target = posixpath.normpath(cwd)
+    for mount in sorted(mounts, key=lambda m: len(m.target), reverse=True):
+        if target == mount.target or target.startswith(mount.target.rstrip("/") + "/"):
+            if mount.writable and target != mount.target:
+                folder = Path(mount.source)
+                for part in check_relative_path(posixpath.relpath(target, mount.target)).split("/"):
+                    folder = folder / part
+                    if folder.is_symlink():
+                        return  # made in the sandbox: never followed here
+                    if not folder.exists():
+                        folder.mkdir()
+            return
 
 
 def _writable_roots(run_dir: Path) -> list[Path]:
@@ -359,8 +388,13 @@ def _writable_roots(run_dir: Path) -> list[Path]:
     return [run_dir / "code" / "rundir", run_dir / "rundir"]
 
 
-def _read_logs(run_dir: Path) -> str:
-    """The tails of the compiler and simulator logs the harness left in its writable folders."""
+#: Slack on "written since the service started": file times come from a coarse kernel clock.
+_MTIME_SLACK_S = 0.05
+
+
+def _read_logs(run_dir: Path, *, since: float = 0.0) -> str:
+    """The tails of the compiler and simulator logs the harness left in its writable folders,
+    written since ``since`` (``time.time()``): an earlier service's logs are not this one's."""
     chunks: list[str] = []
     for root in _writable_roots(run_dir):
         if not root.exists():
@@ -370,7 +404,10 @@ def _read_logs(run_dir: Path) -> str:
                 continue  # a link made inside the sandbox must not make us read host files
             try:
                 with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                    size = os.fstat(handle.fileno()).st_size
+                    info = os.fstat(handle.fileno())
+                    if info.st_mtime < since - _MTIME_SLACK_S:
+                        continue
+                    size = info.st_size
                     handle.seek(max(0, size - _LOG_READ_BYTES))
                     chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
             except OSError:

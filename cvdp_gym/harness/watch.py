@@ -106,7 +106,11 @@ class ResultsWatcher:
             self._fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if self._fd >= 0:
             for root in self.roots:
-                self._watch_tree(root)
+                # What is there already (an earlier service's results, files an agent left)
+                # is not this run's: only files written from now on count.
+                self._watch_tree(root, record=False)
+        else:
+            self._poll(record=False)
         self._thread.start()
         return self
 
@@ -168,8 +172,9 @@ class ResultsWatcher:
                 self._stop.wait(self.interval_s)
                 self._poll()
 
-    def _watch_tree(self, folder: Path) -> None:
-        """Watch ``folder`` and its subfolders; record results files already in them."""
+    def _watch_tree(self, folder: Path, *, record: bool = True) -> None:
+        """Watch ``folder`` and its subfolders; record the results files already in them
+        (``record``: a folder made during the run, written before its watch was added)."""
         assert _LIBC is not None
         wd = _LIBC.inotify_add_watch(self._fd, os.fsencode(folder), _MASK)
         if wd < 0:
@@ -181,8 +186,8 @@ class ResultsWatcher:
             return
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                self._watch_tree(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False) and is_results_file(Path(entry.path)):
+                self._watch_tree(Path(entry.path), record=record)
+            elif record and entry.is_file(follow_symlinks=False) and is_results_file(Path(entry.path)):
                 self._written(Path(entry.path))
 
     def _drain(self) -> None:
@@ -277,7 +282,9 @@ class ResultsWatcher:
 
     # -- polling fallback -----------------------------------------------------------------
 
-    def _poll(self) -> None:
+    def _poll(self, *, record: bool = True) -> None:
+        """Keep each results file that changed since the last poll (``record=False``: only
+        remember what is there)."""
         for root in self.roots:
             for folder, dirs, files in os.walk(root):  # os.walk does not follow links
                 dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
@@ -291,6 +298,9 @@ class ResultsWatcher:
                         continue
                     signature = (info.st_ino, info.st_mtime_ns, info.st_size)
                     if self._seen.get(str(path)) == signature:
+                        continue
+                    if not record:
+                        self._seen[str(path)] = signature
                         continue
                     data = _read(path)
                     if data is not None and (results_counts([data]).total or b"</testsuites>" in data):

@@ -12,7 +12,8 @@ The harness runner, the grader and the environments are typed against ``Sandbox`
 backend. What some backends add, and callers look up with ``getattr``:
 
 - ``image_for(image) -> str`` and ``standin_tag``: a backend that picks a container image
-  per harness service (Docker);
+  per harness service (Docker); ``serves_runtime_cache(image) -> bool``: whether that
+  image holds the root's Verilator runtime cache (a backend without it always does);
 - ``cancel() -> int``: remove every command still running (Docker's containers are not
   the caller's children, so Ctrl-C does not reach them).
 """

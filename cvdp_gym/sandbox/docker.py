@@ -31,10 +31,12 @@ from cvdp_gym.sandbox.docker_images import (
     OFFICIAL_IMAGE,
     OFFICIAL_REPOSITORY,
     PLACEHOLDERS,
+    RUNTIME_CACHE_LABEL,
     STANDIN_REPOSITORY,
     build_image,
     connect,
     image_exists,
+    image_labels,
     resolve_image,
 )
 from cvdp_gym.sandbox.output import BoundedOutput
@@ -51,6 +53,7 @@ __all__ = [
     "OFFICIAL_IMAGE",
     "OFFICIAL_REPOSITORY",
     "PLACEHOLDERS",
+    "RUNTIME_CACHE_LABEL",
     "STANDIN_REPOSITORY",
     "SYSTEM_PATH",
     "DockerSandbox",
@@ -80,6 +83,7 @@ class DockerSandbox:
         self.client = connect(client)
         self.standin_tag = standin_tag or f"{STANDIN_REPOSITORY}:{self.toolchain.fingerprint()}"
         self._resolved: dict[str, str] = {}
+        self._labels: dict[str, dict[str, str]] = {}
         self._standin_ready = False
         self._lock = threading.Lock()
         self._running: set[str] = set()  # names of containers whose run() has not returned
@@ -103,9 +107,30 @@ class DockerSandbox:
                         "filesystem to build it from; build it with "
                         "cvdp_gym.sandbox.docker.build_image(root_dir, tag)"
                     )
-                build_image(root, self.standin_tag, client=self.client)
+                cache = self.toolchain.runtime_cache_id
+                labels = {RUNTIME_CACHE_LABEL: cache} if cache else {}
+                build_image(root, self.standin_tag, client=self.client, labels=labels)
             self._standin_ready = True
             return self.standin_tag
+
+    def serves_runtime_cache(self, image: str | None) -> bool:
+        """Whether the image a service naming ``image`` runs in holds this root's Verilator
+        runtime cache: the stand-in, or any image made from it (they carry its label, as the
+        images the official runner is given when it runs here do); a real ``nvidia/cvdp-sim``
+        has no cache and no ccache."""
+        expected = self.toolchain.runtime_cache_id
+        if expected is None:
+            return False
+        name = self.image_for(image)
+        if name == self.standin_tag:
+            return True
+        with self._lock:
+            labels = self._labels.get(name)
+        if labels is None:
+            labels = image_labels(self.client, name)
+            with self._lock:
+                self._labels[name] = labels
+        return labels.get(RUNTIME_CACHE_LABEL) == expected
 
     def image_for(self, image: str | None) -> str:
         """The local image a service naming ``image`` runs in (resolved once per name)."""

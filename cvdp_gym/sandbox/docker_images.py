@@ -12,8 +12,9 @@ runs containers of these images; this module never starts a container.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     import docker
 
 STANDIN_REPOSITORY = "cvdp-gym/sim"
+#: Label of an image imported from a root with Verilator's runtime cache: the cache's recipe.
+#: Images built ``FROM`` it inherit the label, so the runner knows they hold the cache too.
+RUNTIME_CACHE_LABEL = "org.cvdp-gym.runtime-cache"
 OFFICIAL_REPOSITORY = "nvidia/cvdp-sim"
 OFFICIAL_IMAGE = f"{OFFICIAL_REPOSITORY}:v1.0.0"
 #: Placeholders the CVDP dataset's compose files use for the simulation image.
@@ -72,12 +76,13 @@ def build_image(
     *,
     client: docker.DockerClient | None = None,
     progress: Callable[[int], None] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> str:
     """Import ``root_dir`` (a root filesystem) as the image ``tag``; a no-op if it exists.
 
     A tar of the folder is streamed to the engine (``docker import``): no registry and no
     Dockerfile build are needed, and nothing is staged on disk. ``progress`` is called
-    with the number of bytes sent so far.
+    with the number of bytes sent so far; ``labels`` are set on the image.
     """
     from docker.utils import parse_repository_tag
 
@@ -101,9 +106,10 @@ def build_image(
             yield chunk
 
     repository, name_tag = parse_repository_tag(tag)
+    changes = ["WORKDIR /", *(f"LABEL {key}={json.dumps(value)}" for key, value in sorted((labels or {}).items()))]
     try:
         client.api.import_image_from_stream(
-            chunks(), repository=repository, tag=name_tag or "latest", changes=["WORKDIR /"]
+            chunks(), repository=repository, tag=name_tag or "latest", changes=changes
         )
     finally:
         if tar.poll() is None:
@@ -116,6 +122,16 @@ def build_image(
     if not image_exists(client, tag):
         raise SandboxUnavailable(f"the engine did not create {tag} from {root}")
     return tag
+
+
+def image_labels(client: docker.DockerClient, name: str) -> dict[str, str]:
+    """The labels of the local image ``name`` (none when it is not here)."""
+    import docker
+
+    try:
+        return dict(client.images.get(name).labels or {})
+    except docker.errors.ImageNotFound:
+        return {}
 
 
 def resolve_image(harness_image: str | None, standin_tag: str, client: docker.DockerClient) -> str:

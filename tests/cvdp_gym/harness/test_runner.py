@@ -177,6 +177,35 @@ def test_every_service_must_pass(runner):
     assert [s.name for s in result.services] == ["direct", "extra"]
     assert [s.passed for s in result.services] == [True, False]
     assert not result.passed and result.reason.startswith("extra:")
+    # The results files the first service left are not the second's: it ran no simulation.
+    assert result.services[0].tests.total == 2 and result.services[1].tests.total == 0
+    assert result.reason == "extra: AssertionError: second service checks more"
+    # A compile error outranks the order of services (a lint service often comes first);
+    # each service is judged on its own logs, not those an earlier one left.
+    for first, second in (("extra", "direct"), ("direct", "extra")):
+        order = {**extra, "docker-compose.yml": "services:\n" + "".join(
+            SERVICE.format(name=n, image="__OSS_SIM_IMAGE__", runner="test_extra.py" if n == "extra" else "test_runner.py")
+            for n in (first, second))}
+        broken = runner.run(make_problem(extra=order), {"rtl/inv.sv": RTL.replace("endmodule", "")})
+        classes = {s.name: (s.failure_class, s.reason) for s in broken.services}
+        assert classes["extra"] == ("test_failure", "AssertionError: second service checks more"), classes
+        assert classes["direct"][0] == "build_error"
+        assert broken.failure_class == "build_error" and broken.reason.startswith("direct: "), broken.reason
+
+
+def test_a_missing_working_dir_in_a_writable_mount_is_created_as_docker_does(runner):
+    """CVDP's lint services run in ``/src/rundir/`` with ``./src`` mounted writable; no harness ships it."""
+    lint = (
+        "  lint:\n    image: __OSS_SIM_IMAGE__\n    volumes:\n      - ./src/:/src/\n"
+        "    env_file: ./src/.env\n    working_dir: /src/rundir/\n    command: pytest /src/test_where.py -s\n"
+    )
+    check = "import os\n\ndef test_where():\n    assert os.getcwd() == '/src/rundir'\n    open('lint_results.log', 'w').write('ok')\n"
+    extra = {"docker-compose.yml": "services:\n" + lint, "src/test_where.py": check}
+    result = runner.run(make_problem(extra=extra), {"rtl/inv.sv": RTL})
+    assert result.passed, result.reason + result.log_tail
+    # In a read-only mount it cannot be made, there or in Docker: the service fails.
+    read_only = {**extra, "docker-compose.yml": "services:\n" + lint.replace("./src/:/src/", "./src/:/src/:ro")}
+    assert not runner.run(make_problem(extra=read_only), {"rtl/inv.sv": RTL}).passed
 
 
 def test_harness_import_error_is_a_harness_error(runner):
@@ -247,3 +276,21 @@ def test_results_file_not_found_tells_a_broken_harness_from_a_design(runner, gen
     result = runner.run(broken, {"rtl/inv.sv": RTL})
     assert result.failure_class == "harness_error", result.reason
     assert "not found" in result.reason or "No module named" in result.reason
+
+
+def test_a_working_dir_is_never_made_through_a_link(tmp_path):
+    """A link in the workspace (an agent can make one) is not followed on this machine."""
+    from cvdp_gym.harness.runner import _make_working_dir
+    from cvdp_gym.sandbox import Mount
+
+    outside, code = tmp_path / "outside", tmp_path / "code"
+    outside.mkdir()
+    code.mkdir()
+    (code / "rundir").symlink_to(outside)
+    mounts = [Mount(code, "/code", writable=True), Mount(tmp_path / "ro", "/src")]
+    _make_working_dir("/code/rundir/lint", mounts)
+    assert list(outside.iterdir()) == []
+    _make_working_dir("/code/new/lint/", mounts)
+    assert (code / "new" / "lint").is_dir()
+    _make_working_dir("/src/rundir", mounts)
+    assert not (tmp_path / "ro").exists()

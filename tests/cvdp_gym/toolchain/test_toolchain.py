@@ -6,7 +6,7 @@ import pytest
 
 from cvdp_gym.toolchain import GENERATIONS, RootBuildError, install
 from cvdp_gym.toolchain.envs import requirement_lines
-from cvdp_gym.toolchain.root import FROM_DEBIAN, build_root, read_lock, root_env
+from cvdp_gym.toolchain.root import OUTSIDE_ENVS, build_root, read_lock, root_env
 
 
 @pytest.mark.sandbox
@@ -19,7 +19,7 @@ def test_the_lock_lists_the_official_simulators_and_every_pin(toolchain):
         assert package in lock["debian"], package
     for generation in GENERATIONS:
         installed = lock["python"][generation]
-        for line in requirement_lines(generation, without=FROM_DEBIAN):
+        for line in requirement_lines(generation, without=OUTSIDE_ENVS):
             name, version = line.split("==")
             assert installed[name.lower()] == version, (generation, name)
         assert root_env(toolchain.root, generation).installed

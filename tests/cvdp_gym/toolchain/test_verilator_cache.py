@@ -1,12 +1,19 @@
-"""The root's Verilator runtime cache: builds reuse it, verdicts stay the same, nothing writes it.
+"""The root's Verilator runtime cache: builds reuse it in both sandboxes, verdicts stay the
+same, nothing writes it.
 
 The root build compiles Verilator's C++ runtime once into ``/opt/cvdp/ccache`` and
-harnesses get ``OBJCACHE=ccache`` with that cache read-only (``toolchain/root.py``). These
-tests run the bundled Verilator problem on the real root and read ccache's own per-object
-record (``/tmp/ccache-stats.log`` of the run, kept with ``keep_dir``).
+harnesses get ``OBJCACHE=ccache`` with that cache read-only (``toolchain/root.py``); the
+Docker stand-in image carries the same cache, and a label that images made from it
+inherit. These tests run the bundled Verilator problem on the real root (bubblewrap) and
+its image (Docker) and read ccache's own per-object record (``/tmp/ccache-stats.log`` of
+the run, kept with ``keep_dir``).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import io
+import uuid
 
 import pytest
 
@@ -16,6 +23,7 @@ from cvdp_gym.harness import HarnessRunner, RunOptions
 from cvdp_gym.sandbox import Limits, Mount
 from cvdp_gym.toolchain import detect
 from cvdp_gym.toolchain.root import RUNTIME_CACHE
+from cvdp_gym.toolchain.tools import VERILATOR_VERSION_LINE
 from tests.support import missing
 
 pytestmark = pytest.mark.sandbox
@@ -48,7 +56,13 @@ def _snapshot(folder) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))}
 
 
-def test_a_verilator_answer_reuses_the_runtime_objects_and_keeps_its_verdict(cached_toolchain, sandbox, tmp_path):
+@pytest.fixture(params=["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)])
+def any_sandbox(request, cached_toolchain):
+    return request.getfixturevalue("sandbox" if request.param == "bubblewrap" else "dsandbox")
+
+
+def test_a_verilator_answer_reuses_the_runtime_objects_and_keeps_its_verdict(cached_toolchain, any_sandbox, tmp_path):
+    sandbox = any_sandbox
     problem = load_dataset("bundled")[PROBLEM]
     wrong = next(c for c in bundled_candidates() if c.problem_id == PROBLEM and c.name == "functional_bug")
     runner = HarnessRunner(sandbox, RunOptions(keep_dir=tmp_path / "reference"))
@@ -66,6 +80,46 @@ def test_a_verilator_answer_reuses_the_runtime_objects_and_keeps_its_verdict(cac
         assert "direct_cache_hit" in outcomes.get(source, []), (source, outcomes)
     # The answer's own model is compiled, never served from the cache.
     assert "cache_miss" in outcomes["Vtop__ALL.cpp"], outcomes
+    # ... by the pinned Verilator, the official image's 5.038.
+    assert failed.toolchain["verilator"] == VERILATOR_VERSION_LINE
+    assert "/opt/cvdp/tools/" in build_log
+
+
+def _runs_with_cache(runner, problem, keep) -> tuple[bool, bool]:
+    """(verdict passed, ccache served the runtime objects) of the reference run in ``keep``."""
+    result = runner.run(problem, problem.reference)
+    stats = keep / problem.id / "scratch" / "tmp" / "ccache-stats.log"
+    served = stats.exists() and all("direct_cache_hit" in _outcomes(stats.read_text()).get(s, []) for s in RUNTIME_SOURCES)
+    return result.passed, served
+
+
+@pytest.mark.docker
+def test_images_made_from_the_standin_serve_the_cache_and_others_do_not(cached_toolchain, dsandbox, tmp_path):
+    """An image named like the official one but made from the stand-in (as ``cvdp-gym parity``
+    or a user makes one) holds the cache; one without the stand-in's label gets no cache
+    variables (a real ``nvidia/cvdp-sim`` has no ccache), and both keep the verdict."""
+    from cvdp_gym.sandbox.docker_images import RUNTIME_CACHE_LABEL
+
+    client, standin = dsandbox.client, dsandbox.ensure_standin()
+    assert client.images.get(standin).labels[RUNTIME_CACHE_LABEL] == cached_toolchain.runtime_cache_id
+    problem = load_dataset("bundled")[PROBLEM]
+    made = []
+    try:
+        for kind, extra in (("derived", ""), ("foreign", f'LABEL {RUNTIME_CACHE_LABEL}=""\n')):
+            tag = f"nvidia/cvdp-sim:cvdp-gym-test-{kind}-{uuid.uuid4().hex[:8]}"
+            dockerfile = f"FROM {standin}\nENV PATH=/opt/cvdp/cocotb2/bin:/usr/local/bin:/usr/bin:/bin\n{extra}"
+            client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none")
+            made.append(tag)
+        derived, foreign = made
+        assert dsandbox.serves_runtime_cache(derived) and not dsandbox.serves_runtime_cache(foreign)
+        for tag, expected in ((derived, True), (foreign, False)):
+            harness = {**problem.harness, "docker-compose.yml": problem.harness["docker-compose.yml"].replace("__OSS_SIM_IMAGE__", tag)}
+            named = dataclasses.replace(problem, harness=harness)
+            runner = HarnessRunner(dsandbox, RunOptions(keep_dir=tmp_path / tag.rsplit(":", 1)[1]))
+            assert _runs_with_cache(runner, named, tmp_path / tag.rsplit(":", 1)[1]) == (True, expected), tag
+    finally:
+        for tag in made:
+            client.images.remove(tag)
 
 
 def test_nothing_in_the_sandbox_can_write_the_runtime_cache(cached_toolchain, sandbox, tmp_path):
