@@ -2,7 +2,9 @@
 LLM judge asks its judge through it.
 
 It sits at the bottom of the package (it needs only ``httpx`` and the error types), so the
-grading layer can use it without importing ``eval``. It is deliberately forgiving of
+grading layer can use it without importing ``eval``. ``httpx`` (and the rich and click it
+brings, about half a second) is imported when a client opens, not when an environment is
+imported. It is deliberately forgiving of
 servers: it asks for the samples still missing when a server returns fewer choices than
 ``n`` (some hosted APIs ignore ``n``), and it retries rate limits, server errors and dropped
 connections with exponential backoff (honouring ``Retry-After``), so one bad minute of a
@@ -15,11 +17,12 @@ import asyncio
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.errors import RequestFailed
+
+if TYPE_CHECKING:
+    import httpx
 
 #: HTTP statuses worth retrying: request timeout, rate limit, and any server error.
 RETRY_STATUSES = frozenset({408, 429})
@@ -103,6 +106,8 @@ class ChatClient:
         self._semaphore = asyncio.Semaphore(max(1, settings.concurrency))
 
     async def __aenter__(self) -> ChatClient:
+        import httpx
+
         headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
         limits = httpx.Limits(max_connections=max(1, self.settings.concurrency))
         self._client = httpx.AsyncClient(
@@ -155,6 +160,8 @@ class ChatClient:
 
     async def _post_once(self, messages: list[dict[str, Any]], n: int, tools: list[dict[str, Any]] | None) -> list[Completion]:
         assert self._client is not None, "use ChatClient as 'async with'"
+        import httpx
+
         try:
             async with self._semaphore:
                 response = await self._client.post(self.settings.url, json=self.payload(messages, n, tools))

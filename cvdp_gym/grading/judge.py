@@ -31,13 +31,14 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.chat import ChatClient, ChatSettings
 from cvdp_gym.errors import RequestFailed
 from cvdp_gym.grading.cache import GradeCache, content_key
+
+if TYPE_CHECKING:
+    import httpx
 
 #: The official judge's default model (``DEFAULT_MODEL`` in its configuration).
 DEFAULT_JUDGE_MODEL = "o4-mini"
