@@ -82,7 +82,7 @@ PINNED_ALL = {
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",
         "ConfigError", "InvalidCheckpointError", "ModelError", "RenderingError", "RequestError",
-        "RtlTrainerError", "UnsupportedRequestError", "UnsupportedTokenizerError",
+        "RtlTrainerError", "TrackingError", "UnsupportedRequestError", "UnsupportedTokenizerError",
     ],
     "rtl_trainer.losses": [
         "ActionSegment", "AlignedLogprobs", "AlignmentPlan", "LOSS_FN_INPUTS", "ObservationSegment",
