@@ -185,6 +185,21 @@ def test_a_missing_library_names_the_extra(tmp_path, monkeypatch, name, extra):
     assert not (tmp_path / TRACKING_FILE).exists()
 
 
+def test_rtl_train_stops_before_training_when_the_library_is_missing(tiny, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rtl_trainer.cli import app
+
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    run = tmp_path / "cli"
+    args = ["rl", "--student", str(tiny), "--run-dir", str(run), "--log-to", "jsonl,mlflow", "--steps", "1",
+            "--set", "renderer=qwen3_instruct", "--set", "full_finetune=true", "--set", "ids=[cvdp_gym_gray_converter_0001]"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "needs the mlflow package" in result.output and "pip install 'cvdp-gym[mlflow]'" in result.output
+    assert not (run / "metrics.jsonl").exists() and not (run / "config.json").exists()
+
+
 def test_log_to_is_validated():
     assert TrainConfig(student="m", mode="rl", log_to=" wandb, jsonl,wandb").trackers == ["wandb", "jsonl"]
     with pytest.raises(ConfigError, match="log_to must name some of jsonl, wandb, mlflow"):
