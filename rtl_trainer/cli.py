@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rtl_trainer.config import TrainConfig, field_help, field_types, parse_field_value
-from rtl_trainer.errors import ConfigError
+from rtl_trainer.errors import ConfigError, TrackingError
 
 app = typer.Typer(
     help="Train RTL-writing models with RL and on-policy distillation on CVDP environments.",
@@ -49,9 +49,10 @@ GRADING = ("grade_sandbox", "grade_toolchain", "grade_executor", "grade_deadline
 COMMON = ("backend", "student", "env", "dataset", "steps")
 SAMPLING = ("group_size", "groups_per_step", "learning_rate", "lora_rank", "max_tokens", "temperature")
 LOSS = ("loss_fn", "max_steps_off_policy", "lr_warmup_steps", "run_dir", "seed")
-RL_OPTIONS = (*COMMON, *SAMPLING, *LOSS, *GRADING)
-DISTILL_OPTIONS = ("backend", "student", "teacher", "env", "dataset", "steps", *SAMPLING, "kl_penalty_coef", "kl_discount_factor", *LOSS, *GRADING)
-SFT_OPTIONS = (*COMMON, "learning_rate", "lora_rank", "batch_size", "run_dir", "seed")
+TRACKING = ("log_to", "wandb_project", "mlflow_tracking_uri", "mlflow_experiment", "log_checkpoints")
+RL_OPTIONS = (*COMMON, *SAMPLING, *LOSS, *GRADING, *TRACKING)
+DISTILL_OPTIONS = ("backend", "student", "teacher", "env", "dataset", "steps", *SAMPLING, "kl_penalty_coef", "kl_discount_factor", *LOSS, *GRADING, *TRACKING)
+SFT_OPTIONS = (*COMMON, "learning_rate", "lora_rank", "batch_size", "run_dir", "seed", *TRACKING)
 EVAL_OPTIONS = ("backend", "env", "dataset", "max_tokens")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="JSON or YAML file of TrainConfig fields. Precedence: field defaults < --config < --set < the other options.")]
@@ -163,7 +164,10 @@ def _train(mode: str, config_file: Path | None, settings: list[str] | None, resu
     from rtl_trainer.loop.train import Trainer
 
     config = _config(config_file, settings, mode, overrides)
-    Trainer(config, _service(config), console=console).run(resume=resume)
+    try:
+        Trainer(config, _service(config), console=console).run(resume=resume)
+    except TrackingError as exc:  # raised before training starts
+        raise _fail(str(exc)) from None
     console.print(f"run directory: {config.run_dir}")
 
 
@@ -188,7 +192,10 @@ def sft(config_file: Path | None, settings: list[str] | None, overrides: dict[st
     from rtl_trainer.loop.sft import run_sft
 
     cfg = _config(config_file, settings, "sft", overrides)
-    run_sft(cfg, _service(cfg), console=console, resume=resume)
+    try:
+        run_sft(cfg, _service(cfg), console=console, resume=resume)
+    except TrackingError as exc:  # raised before training starts
+        raise _fail(str(exc)) from None
     console.print(f"run directory: {cfg.run_dir}")
 
 

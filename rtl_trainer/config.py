@@ -23,6 +23,9 @@ from cvdp_gym.grading.executor_factory import parse_executor
 from rtl_trainer.errors import ConfigError
 
 PRICE_KEYS = ("train", "prefill", "sample", "teacher_prefill")
+#: Where a run's metrics can go (``log_to``); ``jsonl`` (metrics.jsonl) is always written.
+TRACKERS = ("jsonl", "wandb", "mlflow")
+CHECKPOINT_UPLOADS = ("none", "final", "all")
 
 
 @dataclass
@@ -90,6 +93,12 @@ class TrainConfig:
     eval_samples: int = field(default=1, metadata={"help": "Samples per problem in the periodic eval; reserved: the loop does not read it yet."})
     seed: int = field(default=0, metadata={"help": "Seed for problem order and sampling."})
     run_dir: str = field(default="runs/train", metadata={"help": "Run directory (config.json, metrics.jsonl, checkpoints.jsonl, rollouts/)."})
+    log_to: str = field(default="jsonl", metadata={"help": "Where metrics go, comma-separated: jsonl, wandb, mlflow (e.g. jsonl,wandb). metrics.jsonl is always written, whatever this says: --resume and rtl-train plot read it. wandb and mlflow need their extras (pip install 'cvdp-gym[wandb]' or '[mlflow]')."})
+    wandb_project: str | None = field(default=None, metadata={"help": "W&B project; None: WANDB_PROJECT, else rtl-train. WANDB_MODE=offline logs without an account (wandb sync uploads it later)."})
+    mlflow_tracking_uri: str | None = field(default=None, metadata={"help": "MLflow tracking URI (a server, sqlite:///mlflow.db, or a file: store, which MLflow 3 opens only with MLFLOW_ALLOW_FILE_STORE=true); None: MLFLOW_TRACKING_URI, else MLflow's default."})
+    mlflow_experiment: str | None = field(default=None, metadata={"help": "MLflow experiment name; None: MLFLOW_EXPERIMENT_NAME, else rtl-train."})
+    log_samples: int = field(default=16, metadata={"help": "Answers per step, with their grades, sent to W&B / MLflow as a table (0: none); rollouts/ in the run directory keeps every answer."})
+    log_checkpoints: str = field(default="none", metadata={"help": "Checkpoints uploaded to W&B / MLflow as artifacts: none, final (the last step's) or all. Local checkpoints only; each is the model's (or adapter's) full state."})
     sft_source: str = field(default="reference", metadata={"help": "sft: reference, or candidate:NAME (a bundled known-wrong candidate); COUNT*SOURCE+... mixes them."})
     sft_strip_comments: bool = field(default=False, metadata={"help": "sft: train on reference solutions without comments (shorter)."})
     sft_epochs: int = field(default=1, metadata={"help": "sft: passes over the examples; reserved: run_sft takes steps, not epochs."})
@@ -150,8 +159,22 @@ class TrainConfig:
             raise ConfigError("curriculum_threshold must be in [0, 1] and curriculum_window >= 1")
         if self.adaptive_patience < 1 or self.adaptive_skip_steps < 0 or self.adaptive_mixed_weight <= 0:
             raise ConfigError("adaptive_patience must be >= 1, adaptive_skip_steps >= 0, adaptive_mixed_weight > 0")
+        unknown_trackers = sorted(set(self.trackers) - set(TRACKERS))
+        if unknown_trackers or not self.trackers:
+            raise ConfigError(f"log_to must name some of {', '.join(TRACKERS)} (comma-separated), not {self.log_to!r}")
+        if self.log_checkpoints not in CHECKPOINT_UPLOADS:
+            raise ConfigError(f"log_checkpoints must be none, final or all, not {self.log_checkpoints!r}")
+        if self.log_samples < 0:
+            raise ConfigError("log_samples must be >= 0")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ConfigError("group_size and groups_per_step must be >= 1, steps >= 0")
+
+    @property
+    def trackers(self) -> list[str]:
+        """``log_to`` as a list, in order, without repeats (``jsonl`` may be left out: it is
+        always written)."""
+        names = [n.strip().lower() for n in self.log_to.split(",") if n.strip()]
+        return list(dict.fromkeys(names))
 
     @property
     def loss(self) -> str:

@@ -29,6 +29,7 @@ __all__ = [
     "RenderingError",
     "RequestError",
     "RtlTrainerError",
+    "TrackingError",
     "UnsupportedRequestError",
     "UnsupportedTokenizerError",
 ]
@@ -95,3 +96,9 @@ class RenderingError(RtlTrainerError, ValueError):
 class UnsupportedTokenizerError(RtlTrainerError, TypeError):
     """A tokenizer of a kind that cannot give what is needed (character offsets need a
     ``tokenizers.Tokenizer`` or a fast Hugging Face tokenizer)."""
+
+
+class TrackingError(RtlTrainerError, RuntimeError):
+    """An experiment tracker (``log_to``: W&B, MLflow) cannot be opened: its library is not
+    installed (the message names the extra to install) or the service refuses the run.
+    Raised before training starts; a tracker that fails later only prints a warning."""

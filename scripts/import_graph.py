@@ -9,7 +9,8 @@ the design. Layers, lowest first (a module may import its own layer and the ones
   check < cli; the package root (``cvdp_gym/__init__.py``) registers the environments by
   name and sits above them all.
 - rtl_trainer, above every cvdp_gym layer (never imported by it): errors / config <
-  models / rendering < backends < losses < rollouts < loop < plot / demo < cli.
+  models / rendering < backends < losses < rollouts < loop / tracking / plot < demo /
+  export < cli (the loop reports to its trackers, which attach the run's plot).
 
   python scripts/import_graph.py            # summary; exit 1 on a cycle or a violation
   python scripts/import_graph.py --edges    # also every package-to-package edge
@@ -44,8 +45,8 @@ RTL_TRAINER_LAYERS: tuple[tuple[str, ...], ...] = (
     ("backends",),
     ("losses",),
     ("rollouts",),
-    ("loop",),
-    ("plot", "demo", "export", "tracking"),
+    ("loop", "tracking", "plot"),
+    ("demo", "export"),
     ("cli",),
 )
 #: Folders that hold data (bundled problems' own harness files), not the package's code.

@@ -82,7 +82,7 @@ PINNED_ALL = {
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",
         "ConfigError", "InvalidCheckpointError", "ModelError", "RenderingError", "RequestError",
-        "RtlTrainerError", "UnsupportedRequestError", "UnsupportedTokenizerError",
+        "RtlTrainerError", "TrackingError", "UnsupportedRequestError", "UnsupportedTokenizerError",
     ],
     "rtl_trainer.losses": [
         "ActionSegment", "AlignedLogprobs", "AlignmentPlan", "LOSS_FN_INPUTS", "ObservationSegment",
@@ -96,6 +96,7 @@ PINNED_ALL = {
         "Qwen3InstructRenderer", "Qwen3Renderer", "Renderer", "cache_dir", "extends", "get_renderer",
         "offline_tokenizer", "renderer_family",
     ],
+    "rtl_trainer.tracking": ["JsonlLogger", "Logger", "SAMPLE_COLUMNS", "TRACKING_FILE", "Tracking"],
     "rtl_trainer.rollouts": [
         "EnvPool", "Group", "LATE", "Rollout", "RolloutTiming", "Turn", "collect_multi_turn",
         "collect_single_turn", "run_episode",

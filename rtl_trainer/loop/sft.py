@@ -27,6 +27,7 @@ from rtl_trainer.loop.envs import make_env_factory, problem_ids
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.losses import check_datum, sft_datum
 from rtl_trainer.rendering import get_renderer
+from rtl_trainer.tracking import Tracking
 
 
 def strip_comments(text: str) -> str:
@@ -134,6 +135,25 @@ def run_sft(
     """``config.steps`` optimiser steps of cross-entropy on the examples, in ``batch_size`` batches."""
     console = console or Console()
     log = RunLog(config.run_dir)
+    tracking = Tracking.open(config, log, resume=resume, console=console)
+    failed = True
+    try:
+        training = _sft_steps(config, service, log, tracking, console, resume, training)
+        failed = False
+    finally:
+        tracking.close(failed=failed)
+    return training, log
+
+
+def _sft_steps(
+    config: TrainConfig,
+    service: ServiceClient,
+    log: RunLog,
+    tracking: Tracking,
+    console: Console,
+    resume: bool,
+    training: TrainingClient | None,
+) -> TrainingClient:
     start = 0
     checkpoint = log.last_checkpoint() if resume else None
     if training is None:
@@ -167,10 +187,12 @@ def run_sft(
         opt.result()
         trained = sum(sum(w > 0 for w in weights) for _, _, weights in batch)
         loss = result.metrics.get("loss:sum", 0.0) / max(1, trained)
-        log.log_metrics(step, {"train/loss_per_token": loss, "tokens/trained": trained, "time/train": time.monotonic() - t0})
-        if (config.save_every and (step + 1) % config.save_every == 0) or step == config.steps - 1:
+        tracking.log_metrics(step, {"train/loss_per_token": loss, "tokens/trained": trained, "time/train": time.monotonic() - t0})
+        last = step == config.steps - 1
+        if (config.save_every and (step + 1) % config.save_every == 0) or last:
             state = training.save_state(f"sft{step:05d}").result()
             log.log_checkpoint(step, state_path=state.path)
+            tracking.log_checkpoint(step, state.path, final=last)
         if step % 10 == 0 or step == config.steps - 1:
             console.print(f"sft step {step}: loss/token {loss:.4f}")
-    return training, log
+    return training

@@ -54,6 +54,7 @@ from rtl_trainer.rollouts import (
     collect_multi_turn,
     collect_single_turn,
 )
+from rtl_trainer.tracking import Tracking
 
 #: Token counts logged per step (and as running totals), by the price key that bills them.
 TOKEN_METRICS = {
@@ -103,6 +104,8 @@ class Trainer:
         self.service = service
         self.console = console or Console()
         self.log = RunLog(config.run_dir)
+        #: The run's loggers (``log_to``), open while ``run`` runs.
+        self.tracking: Tracking | None = None
         self.executor = None if make_env is not None else grade_executor_for(config)
         self.make_env = make_env or make_env_factory(config, executor=self.executor)
         self.grade_threads = grading_threads(config, self.executor)
@@ -148,6 +151,18 @@ class Trainer:
         cfg = self.config
         for note in cfg.warnings():
             self.console.print(f"[yellow]warning:[/] {note}")
+        # Trackers first: a missing library or a refused run fails before any model loads.
+        self.tracking = Tracking.open(cfg, self.log, resume=resume, console=self.console)
+        failed = True
+        try:
+            log = self._run(resume)
+            failed = False
+        finally:
+            self.tracking.close(failed=failed)
+        return log
+
+    def _run(self, resume: bool) -> RunLog:
+        cfg = self.config
         training, start = self._training_client(resume)
         self._student_tokenizer = training.get_tokenizer()
         renderer = get_renderer(cfg.renderer or cfg.student, self._student_tokenizer)
@@ -259,14 +274,18 @@ class Trainer:
             "time/grade_wait_share": grade_wait / step_s if step_s else 0.0,
             **late_metrics(batch.groups),
         }
-        self.log.log_metrics(step, metrics)
-        self.log.log_rollouts(step, [r.summary() for g in batch.groups for r in g.rollouts])
+        assert self.tracking is not None
+        self.tracking.log_metrics(step, metrics)
+        summaries = [r.summary() for g in batch.groups for r in g.rollouts]
+        self.log.log_rollouts(step, summaries)
+        self.tracking.log_samples(step, summaries)
         if batch.sampler_state is not None:
             curriculum.save_state(cfg.run_dir, step, batch.sampler_state)
         last = step == cfg.steps - 1
         if (cfg.save_every and (step + 1) % cfg.save_every == 0) or last:
             state = training.save_state(f"step{step:05d}").result()
             self.log.log_checkpoint(step, state_path=state.path)
+            self.tracking.log_checkpoint(step, state.path, final=last)
         self.console.print(
             f"step {step}: reward {metrics['env/all/reward/total']:.3f}, pass {metrics['env/all/pass_rate']:.2f}, "
             + (f"teacher_kl {metrics['teacher_kl']:.3f}, " if "teacher_kl" in metrics else "")
