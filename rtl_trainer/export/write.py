@@ -133,13 +133,17 @@ def copy_tokenizer(source: str, folder: Path) -> str:
     """Save the base's tokenizer into ``folder``; say what was done (for ``export.json``)."""
     from transformers import AutoTokenizer
 
+    base = Path(source)
+    present = [name for name in TOKENIZER_FILES if (base / name).is_file()] if base.is_dir() else None
+    if present == []:
+        # transformers would build an empty tokenizer from config.json alone.
+        return "none: the base model folder has no tokenizer files"
     try:
         AutoTokenizer.from_pretrained(source).save_pretrained(str(folder))
         return "saved (Hugging Face tokenizer of the base model)"
     except (OSError, ValueError, TypeError, KeyError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    base = Path(source)
-    copied = [name for name in TOKENIZER_FILES if (base / name).is_file()] if base.is_dir() else []
+    copied = present or []
     for name in copied:
         shutil.copy2(base / name, folder / name)
     if copied:

@@ -221,6 +221,38 @@ def test_full_finetune_exports_merged_only(tokenizer, base_dir, tokens, tmp_path
     assert_same_logits(AutoModelForCausalLM.from_pretrained(str(tmp_path / "m")), training.model, tokens, base_dir)
 
 
+def test_compact_vocab_travels_and_a_missing_tokenizer_is_said(tokenizer, tokens, tmp_path):
+    """A tiny base with a compact vocabulary and no saved tokenizer: the merged export
+    keeps ``compact_vocab.json`` (its logits are over compact ids) and says it has no
+    tokenizer; the project's own loader reads it back with its vocab."""
+    from rtl_trainer.backends.local.runtime import load_causal_lm, resolve_runtime
+    from rtl_trainer.models import CompactVocab
+
+    vocab = CompactVocab.from_token_ids(tokens, len(tokenizer))
+    base = tmp_path / "compact-base"
+    save_tiny(tiny_model("student", vocab.size, seed=1), vocab, base)
+    run_dir = tmp_path / "run"
+    log = new_run(run_dir, base, "local")
+    training = LocalServiceClient(tokenizer, workdir=run_dir, device="cpu").create_lora_training_client(str(base), rank=4, seed=0)
+    train(training, tokens, log)
+    record = export_run(run_dir, tmp_path / "m", format="merged")
+    assert record["compact_vocab"] is True and record["tokenizer"].startswith("none")
+    model, loaded_vocab = load_causal_lm(str(tmp_path / "m"), resolve_runtime("cpu", "float32", False))
+    assert loaded_vocab == vocab
+    assert_same_logits(model, training.model, vocab.to_compact(tokens), base)
+
+
+def test_tokenizer_files_that_do_not_load_are_copied_and_said_so(tmp_path):
+    from rtl_trainer.export.write import copy_tokenizer
+
+    base, out = tmp_path / "base", tmp_path / "out"
+    base.mkdir(), out.mkdir()
+    (base / "tokenizer.json").write_text("{not json")
+    said = copy_tokenizer(str(base), out)
+    assert said.startswith("copied tokenizer.json (they do not load with AutoTokenizer")
+    assert (out / "tokenizer.json").read_text() == "{not json"
+
+
 def test_cli_export(local_run, tmp_path):
     run_dir, _ = local_run
     runner = CliRunner()
