@@ -1,4 +1,4 @@
-"""``rtl-train``: RL, on-policy distillation, SFT, evaluation and plots over cvdp_gym.
+"""``rtl-train``: RL, on-policy distillation, SFT, evaluation, plots and export over cvdp_gym.
 
 The training commands' options are generated from ``TrainConfig``'s fields (the help lives
 once, on the field: ``config.py``); each command lists the fields it exposes. Any other
@@ -250,6 +250,25 @@ def plot(
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
     console.print(f"wrote {path}")
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory (config.json, checkpoints.jsonl).")],
+    out: Annotated[Path, typer.Argument(help="Folder to write: new, or empty.")],
+    fmt: Annotated[str, typer.Option("--format", help="merged (a Hugging Face model, LoRA folded in) or peft (the adapter, for peft.PeftModel on the base).")],
+    step: Annotated[int | None, typer.Option(help="Export the checkpoint of this step (default: the latest).")] = None,
+    dtype: Annotated[str, typer.Option(help="merged: weight dtype, auto (the base's), float32, bfloat16 or float16.")] = "auto",
+) -> None:
+    """Write a run's checkpoint as a model that can leave the run directory (see export.json in OUT)."""
+    from rtl_trainer.errors import RtlTrainerError
+    from rtl_trainer.export import export_run
+
+    try:
+        record = export_run(run_dir, out, format=fmt, step=step, dtype=dtype)
+    except RtlTrainerError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"wrote {out} ({fmt}, step {record['step']}); tokenizer: {record['tokenizer']}", soft_wrap=True)
 
 
 @app.command()

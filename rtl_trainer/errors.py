@@ -26,6 +26,7 @@ __all__ = [
     "ConfigError",
     "InvalidCheckpointError",
     "ModelError",
+    "OutputExistsError",
     "RenderingError",
     "RequestError",
     "RtlTrainerError",
@@ -74,16 +75,23 @@ class CheckpointError(RtlTrainerError):
 
 class InvalidCheckpointError(CheckpointError, ValueError):
     """A checkpoint exists but does not fit: unknown format, LoRA vs full fine-tune or
-    LoRA rank/targets unlike the client's, unexpected adapter keys, or a checkpoint name
-    that is not a plain file name."""
+    LoRA rank/targets unlike the client's, unexpected adapter keys, a checkpoint name
+    that is not a plain file name, or (``rtl-train export``) a run of another backend than
+    the exporter's, or a full fine-tune asked for as an adapter."""
 
 
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
-    """The path is no checkpoint (no state file)."""
+    """The path is no checkpoint (no state file), or (``rtl-train export``) the folder is
+    no run directory, the run has no checkpoint yet, or none at the step asked for."""
 
 
 class CheckpointExistsError(CheckpointError, FileExistsError):
     """A checkpoint of that name exists and overwriting was not asked for."""
+
+
+class OutputExistsError(RtlTrainerError, FileExistsError):
+    """An output folder (``rtl-train export``'s OUT) exists and is not empty: nothing is
+    overwritten."""
 
 
 class RenderingError(RtlTrainerError, ValueError):

@@ -81,8 +81,12 @@ PINNED_ALL = {
     ],
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",
-        "ConfigError", "InvalidCheckpointError", "ModelError", "RenderingError", "RequestError",
-        "RtlTrainerError", "TrackingError", "UnsupportedRequestError", "UnsupportedTokenizerError",
+        "ConfigError", "InvalidCheckpointError", "ModelError", "OutputExistsError", "RenderingError",
+        "RequestError", "RtlTrainerError", "TrackingError", "UnsupportedRequestError", "UnsupportedTokenizerError",
+    ],
+    "rtl_trainer.export": [
+        "DTYPES", "EXPORT_FILE", "FORMATS", "RunCheckpoint", "export_local", "export_run", "export_tinker",
+        "find_checkpoint",
     ],
     "rtl_trainer.losses": [
         "ActionSegment", "AlignedLogprobs", "AlignmentPlan", "LOSS_FN_INPUTS", "ObservationSegment",

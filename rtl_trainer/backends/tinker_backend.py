@@ -67,6 +67,11 @@ class TinkerService:
     def client(self) -> Any:
         return self._client
 
+    @property
+    def rest(self) -> Any:
+        """The ``tinker.RestClient`` (checkpoint info, external-weights URLs, deletion)."""
+        return self._rest
+
     # -- models ------------------------------------------------------------------------
     def capabilities(self) -> types.GetServerCapabilitiesResponse:
         try:

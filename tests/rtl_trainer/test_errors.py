@@ -37,6 +37,7 @@ STDLIB_BASE = {
     "InvalidCheckpointError": ValueError,
     "CheckpointNotFoundError": FileNotFoundError,
     "CheckpointExistsError": FileExistsError,
+    "OutputExistsError": FileExistsError,
     "RenderingError": ValueError,
     "UnsupportedTokenizerError": TypeError,
     "TrackingError": RuntimeError,

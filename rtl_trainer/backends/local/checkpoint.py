@@ -1,7 +1,9 @@
 """Local checkpoints: the folder layout, writing it atomically, and reading it back.
 
-A checkpoint is a folder with ``STATE_FILE`` (``state.json``: format, base model, LoRA spec
-or ``None`` for a full fine-tune, step, user metadata), the weights (``adapter/`` for LoRA,
+A checkpoint is a folder with ``STATE_FILE`` (``state.json``: format, base model as given,
+``base_model_path`` (the base's absolute folder, ``None`` for a hub name: ``rtl-train export``
+finds the base by it after the working directory changed), LoRA spec or ``None`` for a full
+fine-tune, step, user metadata), the weights (``adapter/`` for LoRA,
 only the adapter; ``model/`` for a full fine-tune, with its compact vocab) and, for
 ``save_state``, AdamW's state in ``OPTIMIZER_FILE``. It is written to a temporary sibling
 and renamed into place, so a reader never sees half of one. ``save_state`` returns the
@@ -97,6 +99,7 @@ def write_checkpoint(
         state = {
             "format": FORMAT,
             "base_model": base_model,
+            "base_model_path": str(Path(base_model).resolve()) if Path(base_model).is_dir() else None,
             "lora": None if lora is None else vars(lora) | {"target_modules": list(lora.target_modules)},
             "step": step,
             "user_metadata": user_metadata,

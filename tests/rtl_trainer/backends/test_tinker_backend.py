@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,10 @@ from rtl_trainer.backends.tinker_backend import API_KEY_VAR, TinkerService
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.loop.train import Trainer
+from tests.rtl_trainer.backends.tinker_standin import (
+    Recorder,
+    StandInServiceClient,
+)
 
 IDS = ["cvdp_gym_gray_converter_0001", "cvdp_gym_priority_encoder_0001"]
 # base.py: the loss functions and the exact loss_fn_inputs (with dtypes) each takes.
@@ -43,137 +46,6 @@ CREATE_METHODS = (
     "create_training_client_from_state_with_optimizer",
     "create_sampling_client",
 )
-
-
-# -- the stand-in of tinker.ServiceClient -----------------------------------------------
-class Recorder:
-    """Every request made to the stand-in, and every future it handed out."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.futures: list[TrackedFuture] = []
-        self._lock = threading.Lock()
-
-    def record(self, method: str, **args: Any) -> None:
-        with self._lock:
-            self.calls.append((method, args))
-
-    def future(self, method: str, inner: Any = None, *, value: Any = None) -> TrackedFuture:
-        future = TrackedFuture(method, inner, value)
-        with self._lock:
-            self.futures.append(future)
-        return future
-
-    def named(self, method: str) -> list[dict[str, Any]]:
-        return [args for name, args in self.calls if name == method]
-
-
-class TrackedFuture:
-    """An ``APIFuture``-like value that remembers whether ``result()`` was called."""
-
-    def __init__(self, method: str, inner: Any, value: Any) -> None:
-        self.method, self._inner, self._value = method, inner, value
-        self.awaited = False
-
-    def result(self, timeout: float | None = None) -> Any:
-        self.awaited = True
-        return self._value if self._inner is None else self._inner.result(timeout)
-
-
-class StandInSamplingClient:
-    def __init__(self, local: Any, rec: Recorder, name: str | None = None) -> None:
-        self._local, self._rec, self.name = local, rec, name
-
-    def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: types.SamplingParams, **kw: Any):
-        self._rec.record(
-            "sample", prompt=prompt, num_samples=num_samples, sampling_params=sampling_params, weights=self.name, **kw
-        )
-        return self._rec.future("sample", self._local.sample(prompt, num_samples, sampling_params, **kw))
-
-    def compute_logprobs(self, prompt: types.ModelInput, **kw: Any):
-        self._rec.record("compute_logprobs", prompt=prompt, weights=self.name, **kw)
-        return self._rec.future("compute_logprobs", self._local.compute_logprobs(prompt, **kw))
-
-    def get_tokenizer(self) -> Any:
-        return self._local.get_tokenizer()
-
-
-class StandInTrainingClient:
-    def __init__(self, local: Any, rec: Recorder) -> None:
-        self._local, self._rec = local, rec
-
-    def forward_backward(self, data: list[types.Datum], loss_fn: str, loss_fn_config: dict | None = None):
-        self._rec.record("forward_backward", data=data, loss_fn=loss_fn, loss_fn_config=loss_fn_config)
-        return self._rec.future("forward_backward", self._local.forward_backward(data, loss_fn, loss_fn_config))
-
-    def forward(self, data: list[types.Datum], loss_fn: str, loss_fn_config: dict | None = None):
-        self._rec.record("forward", data=data, loss_fn=loss_fn, loss_fn_config=loss_fn_config)
-        return self._rec.future("forward", self._local.forward(data, loss_fn, loss_fn_config))
-
-    def optim_step(self, adam_params: types.AdamParams):
-        self._rec.record("optim_step", adam_params=adam_params)
-        return self._rec.future("optim_step", self._local.optim_step(adam_params))
-
-    def save_state(self, name: str):
-        self._rec.record("save_state", name=name)
-        return self._rec.future("save_state", self._local.save_state(name))
-
-    def load_state(self, path: str):
-        self._rec.record("load_state", path=path)
-        return self._rec.future("load_state", self._local.load_state(path))
-
-    def save_weights_and_get_sampling_client(self, name: str | None = None, **kw: Any):
-        # As SDK 0.38: a future of the sampling client.
-        self._rec.record("save_weights_and_get_sampling_client", name=name)
-        sampler = self._local.save_weights_and_get_sampling_client(name)
-        return self._rec.future("save_weights_and_get_sampling_client", value=StandInSamplingClient(sampler, self._rec, name))
-
-    def get_tokenizer(self) -> Any:
-        return self._local.get_tokenizer()
-
-
-class StandInServiceClient:
-    """``tinker.ServiceClient``'s methods over ``LocalServiceClient``; ``create_*`` return
-    futures of clients, as SDK 0.38 does."""
-
-    def __init__(
-        self, local: LocalServiceClient, models: list[str], rec: Recorder, flags: dict[str, tuple[bool, bool]] | None = None
-    ) -> None:
-        self._local, self._models, self.rec = local, models, rec
-        self._flags = flags or {}  # model -> (trainable, sampleable); default both
-
-    def get_server_capabilities(self):
-        self.rec.record("get_server_capabilities")
-        response = types.GetServerCapabilitiesResponse(
-            supported_models=[
-                types.SupportedModel(
-                    model_name=m, max_context_length=4096,
-                    trainable=self._flags.get(m, (True, True))[0], sampleable=self._flags.get(m, (True, True))[1],
-                )
-                for m in self._models
-            ]
-        )
-        return self.rec.future("get_server_capabilities", value=response)
-
-    def create_lora_training_client(self, base_model: str, rank: int = 32, **kw: Any):
-        self.rec.record("create_lora_training_client", base_model=base_model, rank=rank, **kw)
-        client = StandInTrainingClient(self._local.create_lora_training_client(base_model, rank=rank), self.rec)
-        return self.rec.future("create_lora_training_client", value=client)
-
-    def create_training_client_from_state(self, path: str, **kw: Any):
-        self.rec.record("create_training_client_from_state", path=path, **kw)
-        client = StandInTrainingClient(self._local.create_training_client_from_state(path), self.rec)
-        return self.rec.future("create_training_client_from_state", value=client)
-
-    def create_training_client_from_state_with_optimizer(self, path: str, **kw: Any):
-        self.rec.record("create_training_client_from_state_with_optimizer", path=path, **kw)
-        local = self._local.create_training_client_from_state_with_optimizer(path)
-        return self.rec.future("create_training_client_from_state_with_optimizer", value=StandInTrainingClient(local, self.rec))
-
-    def create_sampling_client(self, model_path: str | None = None, base_model: str | None = None, **kw: Any):
-        self.rec.record("create_sampling_client", model_path=model_path, base_model=base_model, **kw)
-        local = self._local.create_sampling_client(model_path=model_path, base_model=base_model)
-        return self.rec.future("create_sampling_client", value=StandInSamplingClient(local, self.rec))
 
 
 def check_contract(rec: Recorder, run: Path, earlier: int = 0) -> None:
