@@ -62,6 +62,7 @@ PATCH_IMAGE = "patch_image"
 _MACHINE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"network bridge not found"), "a compose build: step needs Docker's default bridge network (dockerd --bridge=none)"),
     (re.compile(r"network (\S+) declared as external, but could not be found"), "external network {0} does not exist"),
+    (re.compile(r"ERROR: Get \"(https?://\S+?)\": dial tcp"), "a Dockerfile step fetches {0}, and no network is reachable"),
     (re.compile(r"pull access denied|failed to resolve reference|manifest unknown|registry-1\.docker\.io|no such host|"
                 r"Error response from daemon: Get \"https://|repository does not exist"), "an image it needs cannot be pulled (no registry reachable)"),
     (re.compile(r"unknown command: docker compose|'compose' is not a docker command|unknown shorthand flag: 'f' in -f"), "no docker compose (v2 plugin) on this machine"),

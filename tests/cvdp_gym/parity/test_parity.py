@@ -129,6 +129,9 @@ def test_verdicts_and_machine_failures_from_the_official_output(tmp_path):
     nothing = read_verdicts(tmp_path / "absent", ids[:1], "docker: unknown command: docker compose\n")
     assert nothing[ids[0]].outcome == MACHINE and "compose" in nothing[ids[0]].reason
     assert machine_failure(PYTEST_FAIL) is None
+    # BuildKit fetching a Dockerfile's ADD URL (pip's bootstrap) with no network: not a pull.
+    fetch = '#4 ERROR: Get "https://bootstrap.pypa.io/get-pip.py": dial tcp: lookup bootstrap.pypa.io on 10.0.0.53:53: no such host\n'
+    assert machine_failure(fetch) == "a Dockerfile step fetches https://bootstrap.pypa.io/get-pip.py, and no network is reachable"
 
 
 def test_agreement_table_counts_and_leaves_out_machine_failures():
