@@ -121,6 +121,8 @@ class HarnessResult:
         total = TestCounts()
         for service in self.services:
             total = total + service.tests
+            if _failed_without_cocotb_failure(service):
+                total = total + TestCounts(1, 0, 1, 0)
         return total
 
     @property
@@ -139,8 +141,14 @@ class HarnessResult:
 
     @property
     def failures(self) -> list[dict[str, str]]:
-        """Failing cocotb tests of every service, in order."""
-        return [f for service in self.services for f in service.failures]
+        """Failing cocotb tests of every service, in order (a failed check without cocotb
+        tests, such as a lint or synthesis service, under its service's name)."""
+        failures: list[dict[str, str]] = []
+        for service in self.services:
+            failures += service.failures
+            if _failed_without_cocotb_failure(service):
+                failures.append({"test": service.name, "message": service.reason})
+        return failures
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -176,6 +184,13 @@ class HarnessResult:
     @classmethod
     def failure(cls, problem_id: str, failure_class: str, reason: str) -> HarnessResult:
         return cls(problem_id, False, failure_class, reason)
+
+
+def _failed_without_cocotb_failure(service: ServiceResult) -> bool:
+    """A service whose tests failed with no failing cocotb test in its results files (a lint
+    or synthesis check written as a plain pytest test): it counts as one failed test, so a
+    failing answer never shows every test passed and partial credit stays below a pass."""
+    return not service.passed and service.failure_class == TEST_FAILURE and service.tests.failed == 0
 
 
 def is_results_file(path: Path) -> bool:
