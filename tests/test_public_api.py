@@ -81,7 +81,7 @@ PINNED_ALL = {
     ],
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",
-        "ConfigError", "InvalidCheckpointError", "ModelError", "RenderingError", "RequestError",
+        "ConfigError", "InfrastructureError", "InvalidCheckpointError", "ModelError", "RenderingError", "RequestError",
         "RtlTrainerError", "UnsupportedRequestError", "UnsupportedTokenizerError",
     ],
     "rtl_trainer.losses": [
@@ -97,7 +97,7 @@ PINNED_ALL = {
         "offline_tokenizer", "renderer_family",
     ],
     "rtl_trainer.rollouts": [
-        "EnvPool", "Group", "LATE", "Rollout", "RolloutTiming", "Turn", "collect_multi_turn",
+        "EnvPool", "GRADING_FAILED", "Group", "LATE", "Rollout", "RolloutTiming", "Turn", "collect_multi_turn",
         "collect_single_turn", "run_episode",
     ],
 }
@@ -108,16 +108,16 @@ PINNED_INFO = {
     "CVDP-SingleShot-v0": {
         "reset": ["messages", "problem"],
         "step": [
-            "credit", "excluded", "extraction", "failure_class", "late", "log_tail", "passed", "problem", "reason",
-            "reward", "scores", "scoring", "stages", "tests",
+            "credit", "excluded", "extraction", "failure_class", "infra_failure", "late", "log_tail", "passed",
+            "problem", "reason", "reward", "scores", "scoring", "stages", "tests",
         ],
         "last step": [],
     },
     "CVDP-Refine-v0": {
         "reset": ["messages", "problem"],
         "step": [
-            "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback", "late",
-            "log_tail", "passed", "problem", "reason", "reward", "stages", "tests", "tool_messages",
+            "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback",
+            "infra_failure", "late", "log_tail", "passed", "problem", "reason", "reward", "stages", "tests", "tool_messages",
         ],
         "last step": ["best_attempt", "end_reason"],
     },
@@ -128,7 +128,8 @@ PINNED_INFO = {
             "tool_messages", "turn",
         ],
         "last step": [
-            "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "late", "log_tail",
+            "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "infra_failure", "late",
+            "log_tail",
             "passed", "patch", "reason", "reward", "stages", "tests",
         ],
     },

@@ -39,6 +39,7 @@ STDLIB_BASE = {
     "CheckpointExistsError": FileExistsError,
     "RenderingError": ValueError,
     "UnsupportedTokenizerError": TypeError,
+    "InfrastructureError": RuntimeError,
 }
 
 
