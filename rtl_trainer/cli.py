@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rtl_trainer.config import TrainConfig, field_help, field_types, parse_field_value
-from rtl_trainer.errors import ConfigError, TrackingError
+from rtl_trainer.errors import ConfigError, InfrastructureError, TrackingError
 
 app = typer.Typer(
     help="Train RTL-writing models with RL and on-policy distillation on CVDP environments.",
@@ -45,7 +45,7 @@ FLAGS = {
 #: Old spellings still accepted (hidden from --help): old flag -> field.
 HIDDEN_ALIASES = {"--grade-executor": "grade_executor"}
 #: The options of each training command, in --help order (each a TrainConfig field).
-GRADING = ("grade_sandbox", "grade_toolchain", "grade_executor", "grade_deadline_s")
+GRADING = ("grade_sandbox", "grade_toolchain", "grade_executor", "grade_deadline_s", "max_infra_frac")
 COMMON = ("backend", "student", "env", "dataset", "steps")
 SAMPLING = ("group_size", "groups_per_step", "learning_rate", "lora_rank", "max_tokens", "temperature")
 LOSS = ("loss_fn", "max_steps_off_policy", "lr_warmup_steps", "run_dir", "seed")
@@ -166,7 +166,7 @@ def _train(mode: str, config_file: Path | None, settings: list[str] | None, resu
     config = _config(config_file, settings, mode, overrides)
     try:
         Trainer(config, _service(config), console=console).run(resume=resume)
-    except TrackingError as exc:  # raised before training starts
+    except (TrackingError, InfrastructureError) as exc:  # tracking: before training starts; infrastructure: a step over max_infra_frac
         raise _fail(str(exc)) from None
     console.print(f"run directory: {config.run_dir}")
 

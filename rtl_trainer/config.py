@@ -87,6 +87,7 @@ class TrainConfig:
     grade_executor: str = field(default="threads", metadata={"help": "Where simulations run: threads (grade_workers threads here), processes[:N] or ray[:ADDRESS] (one Ray task per answer on the cluster's CPUs; see the README)."})
     grade_deadline_s: float | None = field(default=None, metadata={"help": "Seconds an answer may take to be graded after it is sampled (so the step waits at most this long after its last sample); late ones are dropped (see late_answers). None: wait for every verdict."})
     late_answers: str = field(default="drop", metadata={"help": "Answers past grade_deadline_s: drop (a slow verdict says nothing about the answer) or timeout (scored as a harness timeout: format credit only)."})
+    max_infra_frac: float = field(default=0.5, metadata={"help": "Stop the run (after saving) when more than this share of a step's answers could not be graded for reasons not theirs (sandbox would not start, harness_error, lost worker), even after one re-grade; such answers are left out of their group either way. 1.0: never stop."})
     save_every: int = field(default=5, metadata={"help": "Save a checkpoint every N steps and after the last (0: only after the last)."})
     prices: dict[str, float] | None = field(default=None, metadata={"help": "USD per million tokens for a per-step cost estimate in metrics.jsonl: any of train, prefill, sample, teacher_prefill (the service bills hourly, not per step)."})
     eval_every: int = field(default=0, metadata={"help": "Evaluate every N steps (0: no periodic eval); reserved: the loop does not read it yet."})
@@ -153,6 +154,8 @@ class TrainConfig:
             raise ConfigError("grade_deadline_s must be > 0 (or None to wait for every verdict)")
         if self.late_answers not in ("drop", "timeout"):
             raise ConfigError(f"late_answers must be drop or timeout, not {self.late_answers!r}")
+        if not 0.0 <= self.max_infra_frac <= 1.0:
+            raise ConfigError(f"max_infra_frac must be in [0, 1], not {self.max_infra_frac}")
         if self.problem_sampler not in ("uniform", "difficulty", "adaptive"):
             raise ConfigError(f"problem_sampler must be uniform, difficulty or adaptive, not {self.problem_sampler!r}")
         if not 0.0 <= self.curriculum_threshold <= 1.0 or self.curriculum_window < 1:

@@ -12,6 +12,9 @@ The classes take a message and nothing else, so they pickle as any stdlib except
 (errors cross process boundaries: grading workers, Ray). Add no ``__init__`` parameters
 without a ``__reduce__``.
 
+One class is not about input: ``InfrastructureError`` stops a run whose grading machinery
+fails too often (it is still an ``RtlTrainerError``, so the CLI reports it the same way).
+
 Errors raised by the Tinker SDK, transformers or cvdp_gym are theirs and pass through;
 internal invariants (``assert``) are not input errors and stay as they are.
 """
@@ -24,6 +27,7 @@ __all__ = [
     "CheckpointExistsError",
     "CheckpointNotFoundError",
     "ConfigError",
+    "InfrastructureError",
     "InvalidCheckpointError",
     "ModelError",
     "OutputExistsError",
@@ -99,6 +103,13 @@ class RenderingError(RtlTrainerError, ValueError):
     ``losses.align``) cannot do what was asked: messages the renderer cannot train on, an
     unknown offline tokenizer, a vocabulary file that does not build the expected ids, a
     token id outside the vocabulary."""
+
+
+class InfrastructureError(RtlTrainerError, RuntimeError):
+    """A step's grading failed for reasons not the answers' (sandboxes that would not start,
+    broken harnesses, lost workers) in a larger share than ``max_infra_frac``: the run stops
+    rather than train on noise, after writing the step's metrics and a checkpoint of the
+    steps trained so far. Not bad input: the machine's trouble, which the message names."""
 
 
 class UnsupportedTokenizerError(RtlTrainerError, TypeError):

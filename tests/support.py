@@ -251,3 +251,42 @@ def make_heavy_problem(folder: Path, *, ext: bool = False, bundle: bool = True) 
         },
     }
     return record, str(repos)
+
+
+# ---------------------------------------------------------------- infrastructure failures
+
+
+class RefusingSandbox:
+    """A real sandbox that refuses to start, with its own ``SandboxUnavailable``, for answers
+    whose files contain ``marker`` (the first ``times`` such runs; None: every one), and runs
+    everything else for real. The only double in the infrastructure-failure tests: a
+    sandbox that will not start for one answer is what a broken machine looks like."""
+
+    def __init__(self, inner: Any, marker: str, times: int | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.toolchain = inner.toolchain
+        self.marker = marker
+        self.times = times
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def run(self, argv: list[str], *, mounts: Any = (), **kwargs: Any) -> Any:
+        from cvdp_gym.sandbox import SandboxUnavailable
+
+        mounts = list(mounts)
+        if self._holds_marker(mounts):
+            with self._lock:
+                if self.times is None or self.refused < self.times:
+                    self.refused += 1
+                    raise SandboxUnavailable("cannot start bubblewrap: refused for this answer (test)")
+        return self.inner.run(argv, mounts=mounts, **kwargs)
+
+    def _holds_marker(self, mounts: list[Any]) -> bool:
+        for mount in mounts:
+            if mount.target != "/code":
+                continue
+            for path in Path(mount.source).rglob("*.sv"):
+                if self.marker in path.read_text(encoding="utf-8", errors="replace"):
+                    return True
+        return False

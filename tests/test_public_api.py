@@ -81,8 +81,9 @@ PINNED_ALL = {
     ],
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",
-        "ConfigError", "InvalidCheckpointError", "ModelError", "OutputExistsError", "RenderingError",
-        "RequestError", "RtlTrainerError", "TrackingError", "UnsupportedRequestError", "UnsupportedTokenizerError",
+        "ConfigError", "InfrastructureError", "InvalidCheckpointError", "ModelError", "OutputExistsError",
+        "RenderingError", "RequestError", "RtlTrainerError", "TrackingError", "UnsupportedRequestError",
+        "UnsupportedTokenizerError",
     ],
     "rtl_trainer.export": [
         "DTYPES", "EXPORT_FILE", "FORMATS", "RunCheckpoint", "export_local", "export_run", "export_tinker",
@@ -102,7 +103,7 @@ PINNED_ALL = {
     ],
     "rtl_trainer.tracking": ["JsonlLogger", "Logger", "SAMPLE_COLUMNS", "TRACKING_FILE", "Tracking"],
     "rtl_trainer.rollouts": [
-        "EnvPool", "Group", "LATE", "Rollout", "RolloutTiming", "Turn", "collect_multi_turn",
+        "EnvPool", "GRADING_FAILED", "Group", "LATE", "Rollout", "RolloutTiming", "Turn", "collect_multi_turn",
         "collect_single_turn", "run_episode",
     ],
 }
@@ -113,16 +114,16 @@ PINNED_INFO = {
     "CVDP-SingleShot-v0": {
         "reset": ["messages", "problem"],
         "step": [
-            "credit", "excluded", "extraction", "failure_class", "late", "log_tail", "passed", "problem", "reason",
-            "reward", "scores", "scoring", "stages", "tests",
+            "credit", "excluded", "extraction", "failure_class", "infra_failure", "late", "log_tail", "passed",
+            "problem", "reason", "reward", "scores", "scoring", "stages", "tests",
         ],
         "last step": [],
     },
     "CVDP-Refine-v0": {
         "reset": ["messages", "problem"],
         "step": [
-            "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback", "late",
-            "log_tail", "passed", "problem", "reason", "reward", "stages", "tests", "tool_messages",
+            "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback",
+            "infra_failure", "late", "log_tail", "passed", "problem", "reason", "reward", "stages", "tests", "tool_messages",
         ],
         "last step": ["best_attempt", "end_reason"],
     },
@@ -133,7 +134,8 @@ PINNED_INFO = {
             "tool_messages", "turn",
         ],
         "last step": [
-            "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "late", "log_tail",
+            "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "infra_failure", "late",
+            "log_tail",
             "passed", "patch", "reason", "reward", "stages", "tests",
         ],
     },

@@ -164,6 +164,7 @@ class AgenticEnv(CVDPEnvBase):
     | `log_tail` | **str** | last step | The end of the compiler or simulator output (bounded), wall-clock numbers replaced by `<t>`. |
     | `excluded` | **bool** | last step | Not the answer's fault: leave it out. |
     | `late` | **bool** | last step | Always False here (no grading deadline). |
+    | `infra_failure` | **bool** | last step | The grading machinery failed, not the answer (`harness_error`, `infra_error`). |
     | `reward` | **float** | last step | The grade's reward; the step returns it plus `shaping`. |
 
     Timings stay out of ``info`` (equal actions give equal ``info``); ``env.unwrapped``

@@ -133,7 +133,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     |-----|------|-------------|
     | `problem` | **dict** | The problem's metadata: `id`, `category`, `difficulty`, `agentic`, `targets`, `context_files`, `has_reference`, `unsupported`, `source`, `scoring`. |
     | `passed` | **bool** | Every harness test passed. |
-    | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `toolchain_gap` (host toolchain only) or `unsupported`. |
+    | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `infra_error`, `toolchain_gap` (host toolchain only) or `unsupported`. |
     | `reason` | **str** | One line saying why. |
     | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run. |
     | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}`. |
@@ -141,6 +141,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `log_tail` | **str** | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | Not the answer's fault (toolchain gap, unsupported; for comprehension answers, not judged or a judge error): leave it out of training and scores. |
     | `late` | **bool** | Not graded by the `grading_deadline` (then scored `timeout`). |
+    | `infra_failure` | **bool** | The grading machinery failed, not the answer (`harness_error`, `infra_error`: a sandbox that would not start or a lost worker, or `late`): the verdict says nothing about the answer and is not cached; re-grade the same answer, or leave it out of group statistics. |
     | `reward` | **float** | The reward (each environment says which). |
 
     ``env.unwrapped.last_grade`` holds the last full ``GradeResult`` (stage timings, cache
@@ -234,5 +235,6 @@ class CVDPEnvBase(gym.Env[str, str]):
             "log_tail": result.log_tail,
             "excluded": result.excluded,
             "late": result.late,
+            "infra_failure": result.infra_failure,
             "reward": reward,
         }

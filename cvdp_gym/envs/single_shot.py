@@ -75,7 +75,7 @@ class SingleShotEnv(CVDPEnvBase):
     | `messages` | **list[dict[str, str]]** | reset | `[{"role": "system", ...}, {"role": "user", ...}]` to render with a chat template (the user message is the observation). |
     | `problem` | **dict** | reset, step | id, category, difficulty, agentic, targets, context file names, has_reference, unsupported, source, scoring. |
     | `passed` | **bool** | step | Every harness test passed (comprehension: the official pass bit). |
-    | `failure_class` | **str or None** | step | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `toolchain_gap` (host toolchain; or no nltk for BLEU) or `unsupported`; comprehension: `format_error`, `low_score` (under the threshold), `not_judged`, `judge_error`, `scoring_error` (a reference under two words). |
+    | `failure_class` | **str or None** | step | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `infra_error`, `toolchain_gap` (host toolchain; or no nltk for BLEU) or `unsupported`; comprehension: `format_error`, `low_score` (under the threshold), `not_judged`, `judge_error`, `scoring_error` (a reference under two words). |
     | `reason` | **str** | step | One line saying why. |
     | `stages` | **dict[str, dict]** | step | `{passed, detail}` for each of `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run (comprehension: `format` is the JSON answer, `tests` the scoring). |
     | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`. |
@@ -86,6 +86,7 @@ class SingleShotEnv(CVDPEnvBase):
     | `credit` | **float** | step | The answer's credit in the official report: BLEU-2 or the judge's score for comprehension, the pass bit (0.0 or 1.0) otherwise. |
     | `excluded` | **bool** | step | Not the answer's fault (toolchain gap, unsupported, not judged, judge error): leave it out. |
     | `late` | **bool** | step | Not graded by the `grading_deadline` (scored `timeout`). |
+    | `infra_failure` | **bool** | step | The grading machinery failed, not the answer (`harness_error`, `infra_error`, `late`): re-grade it or leave it out of group statistics. |
     | `reward` | **float** | step | The reward returned. |
 
     ``env.unwrapped.last_grade`` holds the full ``GradeResult`` (stage timings, cache hit,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
+from cvdp_gym.errors import WorkerLost
 from cvdp_gym.grading.cache import GradeCache, content_key
 from cvdp_gym.grading.comprehension import Judge, check_route, grade_comprehension
 from cvdp_gym.grading.executor_factory import make_executor
@@ -37,6 +38,7 @@ from cvdp_gym.grading.result import (
     STAGES,
     GradeResult,
     Stage,
+    infra_result,
     late_result,
 )
 from cvdp_gym.grading.seeds import combine, seed_list
@@ -221,7 +223,9 @@ class Grader:
         return result
 
     def _store(self, key: str | None, result: GradeResult) -> None:
-        if key is not None and not result.late and result.failure_class not in (TIMEOUT, "resource_limit"):
+        # Kept: verdicts on the answer. Not kept: limits (another run may finish) and
+        # infrastructure failures (late, harness_error, infra_error: another try may grade it).
+        if key is not None and not result.infra_failure and result.failure_class not in (TIMEOUT, "resource_limit"):
             self.cache.put(key, result.to_dict())
 
     def submit(self, problem: Problem, files: Mapping[str, str], *, seed: int | None = None) -> Future[dict[str, Any]]:
@@ -248,6 +252,8 @@ class Grader:
             if executor is not None:
                 executor.cancel(future)
             return self.late_result(problem, files)
+        except WorkerLost as exc:  # the executor's retries are spent: no verdict on the answer
+            return infra_result(problem, files, str(exc))
 
     #: The verdict of an answer that was not graded by the deadline.
     late_result = staticmethod(late_result)
@@ -298,6 +304,8 @@ class Grader:
                     except (asyncio.TimeoutError, CancelledError):
                         self.executor.cancel(future)
                         result = self.late_result(problem, files)
+                    except WorkerLost as exc:
+                        result = infra_result(problem, files, str(exc))
                     self._store(key, result)
             result.extraction = info
             result.wall_s = time.monotonic() - start

@@ -18,7 +18,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.harness.results import TIMEOUT, TOOLCHAIN_GAP, UNSUPPORTED, TestCounts
+from cvdp_gym.harness.results import (
+    INFRA_ERROR,
+    INFRA_FAILURES,
+    TIMEOUT,
+    TOOLCHAIN_GAP,
+    UNSUPPORTED,
+    TestCounts,
+)
 
 GRADER_VERSION = 3  # 2: results carry the failing tests (``failures``); 3: the harness seed
 #: Failure classes of the grader's own stages (the harness adds its classes).
@@ -121,10 +128,18 @@ class GradeResult:
         leave out of training."""
         return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED, NOT_JUDGED, JUDGE_ERROR)
 
+    @property
+    def infra_failure(self) -> bool:
+        """The grading machinery failed on this run, not the answer (``harness_error``,
+        ``infra_error``, or ``late``): the verdict says nothing about the answer, and a
+        second try of the same answer may give a real one. Never cached."""
+        return self.late or self.failure_class in INFRA_FAILURES
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["passed"] = self.passed
         data["flaky"] = self.flaky
+        data["infra_failure"] = self.infra_failure
         return data
 
     @classmethod
@@ -139,3 +154,10 @@ def late_result(problem: Problem, files: Mapping[str, str]) -> GradeResult:
     """The verdict of an answer that was not graded by the deadline."""
     stages = [Stage("format", True, f"{len(files)} file(s)")] + [Stage(n, None) for n in STAGES[1:]]
     return GradeResult(problem.id, stages, TIMEOUT, "not graded by the grading deadline", files=dict(files), late=True)
+
+
+def infra_result(problem: Problem, files: Mapping[str, str], reason: str) -> GradeResult:
+    """The verdict of an answer the grading machinery failed to grade (``infra_error``): the
+    sandbox would not start, or the worker grading it was lost."""
+    stages = [Stage("format", True, f"{len(files)} file(s)")] + [Stage(n, None) for n in STAGES[1:]]
+    return GradeResult(problem.id, stages, INFRA_ERROR, reason, files=dict(files))

@@ -3,7 +3,8 @@
 ``run_stages`` is what one grading job does, wherever an executor runs it: it uses only a
 ``HarnessRunner`` (its lint and its harness run) and the interface check, never a cache or
 an executor, so a worker process or a Ray node can call it with a runner of its own. A
-failed stage stops the later ones, which are reported as not run (``passed`` None).
+failed stage stops the later ones, which are reported as not run (``passed`` None); a
+sandbox that will not start ends them as ``infra_error``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,18 @@ from pathlib import Path
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.grading.interface import check_interface
-from cvdp_gym.grading.result import INTERFACE_ERROR, LOG_TAIL_CHARS, STAGES, GradeResult, Stage
+from cvdp_gym.grading.result import (
+    INTERFACE_ERROR,
+    LOG_TAIL_CHARS,
+    STAGES,
+    GradeResult,
+    Stage,
+    infra_result,
+)
 from cvdp_gym.harness.randomness import harness_randomness
 from cvdp_gym.harness.results import BUILD_ERROR, TOOLCHAIN_GAP, UNSUPPORTED, HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner
+from cvdp_gym.sandbox.base import SandboxUnavailable
 
 
 def run_stages(
@@ -34,8 +43,13 @@ def run_stages(
     ``lint`` and ``interface`` turn the cheap pre-simulation stages on or off;
     ``workspace``: an agent's folder to grade from instead of the problem's context files;
     ``seed``: the harness's seed (a fresh one when None; the result records it).
+    A sandbox that refuses to start (``SandboxUnavailable`` from a lint or harness run) is
+    no verdict on the answer: it is graded ``infra_error`` (``GradeResult.infra_failure``).
     """
-    result = _stages(runner, problem, files, lint=lint, interface=interface, workspace=workspace, seed=seed)
+    try:
+        result = _stages(runner, problem, files, lint=lint, interface=interface, workspace=workspace, seed=seed)
+    except SandboxUnavailable as exc:
+        result = infra_result(problem, files, f"the sandbox did not start: {exc}")
     result.randomised = list(harness_randomness(problem.harness))
     return result
 

@@ -13,6 +13,8 @@ Failure classes (``failure_class``):
 - ``timeout``: the service ran past its wall-time limit and was killed.
 - ``resource_limit``: killed for exceeding memory (or another hard limit).
 - ``harness_error``: the harness itself broke (import error, collection error).
+- ``infra_error``: the grading machinery failed on this run, not the answer: the sandbox
+  refused to start, or the worker grading it was lost. A second try may give a verdict.
 - ``unsupported``: the local toolchain cannot run this harness; ``reason`` names what is
   missing (a commercial image, a Python package, an unmapped image).
 """
@@ -32,9 +34,16 @@ TEST_FAILURE = "test_failure"
 TIMEOUT = "timeout"
 RESOURCE_LIMIT = "resource_limit"
 HARNESS_ERROR = "harness_error"
+INFRA_ERROR = "infra_error"
 UNSUPPORTED = "unsupported"
 PASSED = "passed"
-FAILURE_CLASSES = (BUILD_ERROR, TOOLCHAIN_GAP, TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT, HARNESS_ERROR, UNSUPPORTED)
+FAILURE_CLASSES = (
+    BUILD_ERROR, TOOLCHAIN_GAP, TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT, HARNESS_ERROR, INFRA_ERROR, UNSUPPORTED,
+)
+#: Failure classes that blame the grading machinery, not the answer, and may not recur:
+#: a trainer re-grades the same answer once and otherwise leaves it out of its statistics.
+#: (``toolchain_gap`` and ``unsupported`` also spare the answer, but every try ends the same.)
+INFRA_FAILURES = (HARNESS_ERROR, INFRA_ERROR)
 
 _PYTEST_SUMMARY = re.compile(r"^=+ (.+?) in ([\d.]+)s(?: \([^)]*\))? =+\s*$", re.M)
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")

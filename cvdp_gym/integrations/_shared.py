@@ -91,4 +91,5 @@ def grade_metrics(info: dict[str, Any]) -> dict[str, float]:
         "tests_passed": float(tests.get("passed", 0)),
         "tests_total": float(tests.get("total", 0)),
         "excluded": float(bool(info.get("excluded"))),
+        "infra_failure": float(bool(info.get("infra_failure"))),
     }

@@ -24,10 +24,23 @@ def late_metrics(groups: list[Group]) -> dict[str, float]:
     return {"grade/late": late, "grade/late_frac": late / len(rollouts) if rollouts else 0.0}
 
 
+def infra_metrics(groups: list[Group]) -> dict[str, float]:
+    """Answers whose grading failed for reasons not theirs, after one retry (left out of
+    their group: ``Rollout.infra_failed``), their share of the step's rollouts, and how
+    many answers were graded a second time."""
+    rollouts = [r for g in groups for r in g.rollouts]
+    failed = sum(r.infra_failed for r in rollouts)
+    return {
+        "grade/infra_failed": failed,
+        "grade/infra_frac": failed / len(rollouts) if rollouts else 0.0,
+        "grade/infra_retried": sum(r.retried for r in rollouts),
+    }
+
+
 def rollout_metrics(groups: list[Group]) -> dict[str, float]:
     """Per-step environment metrics (names as tinker-cookbook logs them)."""
     rollouts: list[Rollout] = [r for g in groups for r in g.rollouts]
-    scored = [r for r in rollouts if r.error is None]
+    scored = [r for r in rollouts if r.error is None and not r.infra_failed]
     n = max(1, len(scored))
 
     def stage_rate(name: str) -> float:

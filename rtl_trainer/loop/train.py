@@ -5,6 +5,11 @@ the current student weights and grade them through the environment (overlapped);
 teacher for log-probabilities of the sampled tokens (distillation); turn rewards into
 per-token advantages (reward − group mean, plus −λ·(log p_student − log p_teacher));
 submit ``forward_backward`` and ``optim_step`` back to back; refresh the sampler.
+
+Answers whose grading failed for reasons not theirs (``info["infra_failure"]``, re-graded
+once by the rollouts) are left out of their group's mean and std and get no datum; when
+more than ``max_infra_frac`` of a step's answers failed so, the run stops with an
+``InfrastructureError`` after writing that step's metrics and a checkpoint.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from tinker import types
 from rtl_trainer.backends import is_saved_state
 from rtl_trainer.backends.base import SamplingClient, ServiceClient, TrainingClient
 from rtl_trainer.config import TrainConfig
+from rtl_trainer.errors import InfrastructureError
 from rtl_trainer.loop import curriculum
 from rtl_trainer.loop.envs import (
     grade_executor_for,
@@ -32,7 +38,7 @@ from rtl_trainer.loop.envs import (
     problem_ids,
     sampling_params,
 )
-from rtl_trainer.loop.metrics import group_outcomes, late_metrics, rollout_metrics
+from rtl_trainer.loop.metrics import group_outcomes, infra_metrics, late_metrics, rollout_metrics
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.losses import (
     AlignedLogprobs,
@@ -239,6 +245,9 @@ class Trainer:
 
     def _train_step(self, step: int, batch: Batch, blocked_from: float, training: TrainingClient) -> SamplingClient:
         cfg = self.config
+        infra = infra_metrics(batch.groups)
+        if infra["grade/infra_frac"] > cfg.max_infra_frac:
+            self._stop_for_infrastructure(step, batch, infra, training)
         t_score = time.monotonic()
         datums, stats = self.training_data(batch.groups, batch.sampler, batch.teacher_scores)
         score_s = time.monotonic() - t_score
@@ -273,6 +282,7 @@ class Trainer:
             "time/step": step_s,
             "time/grade_wait_share": grade_wait / step_s if step_s else 0.0,
             **late_metrics(batch.groups),
+            **infra,
         }
         assert self.tracking is not None
         self.tracking.log_metrics(step, metrics)
@@ -293,6 +303,31 @@ class Trainer:
             + f"score {score_s:.1f}, train {train_s:.1f})"
         )
         return sampler
+
+    def _stop_for_infrastructure(
+        self, step: int, batch: Batch, infra: dict[str, float], training: TrainingClient
+    ) -> None:
+        """Write what ``step`` found (metrics, rollouts) and a checkpoint of the weights
+        trained so far, then raise ``InfrastructureError``: this step is not trained on, and
+        ``--resume`` redoes it from that checkpoint."""
+        cfg = self.config
+        self.log.log_metrics(step, {
+            **rollout_metrics(batch.groups), **late_metrics(batch.groups), **infra, "datums": 0, "stopped": 1,
+        })
+        self.log.log_rollouts(step, [r.summary() for g in batch.groups for r in g.rollouts])
+        saved = self.log.last_checkpoint()
+        if step > 0 and (saved is None or saved["step"] < step - 1):
+            state = training.save_state(f"step{step - 1:05d}").result()
+            self.log.log_checkpoint(step - 1, state_path=state.path)
+        failed = [r for g in batch.groups for r in g.rollouts if r.infra_failed]
+        reasons = sorted({str(r.error or r.info.get("reason") or r.info.get("failure_class")) for r in failed})
+        raise InfrastructureError(
+            f"step {step}: {len(failed)} of {sum(len(g.rollouts) for g in batch.groups)} answers could not be "
+            f"graded for reasons not theirs (share {infra['grade/infra_frac']:.2f} > max_infra_frac "
+            f"{cfg.max_infra_frac}), even after a re-grade; e.g. {'; '.join(reasons[:3])}. "
+            f"Metrics and checkpoints so far are in {cfg.run_dir}: fix the grading machine "
+            f"(cvdp-gym doctor) and continue with --resume."
+        )
 
     # -- accounting --------------------------------------------------------------------
     def _previous_totals(self, start: int) -> dict[str, float]:

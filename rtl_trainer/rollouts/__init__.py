@@ -7,6 +7,7 @@ rather than one ``rtl_trainer/rollouts.py`` so the existing path stays a real mo
 """
 
 from rtl_trainer.rollouts.rollouts import (
+    GRADING_FAILED,
     LATE,
     EnvPool,
     Group,
@@ -19,6 +20,7 @@ from rtl_trainer.rollouts.rollouts import (
 )
 
 __all__ = [
+    "GRADING_FAILED",
     "LATE",
     "EnvPool",
     "Group",

@@ -5,6 +5,11 @@ submitted at once; as each group's samples arrive they are graded on a pool of w
 threads (each with its own environment instance) while the backend keeps sampling the next
 groups, so simulation time overlaps sampling time. The trainer only uses the environments'
 public Gymnasium API and their documented ``info`` keys.
+
+Infrastructure failures (``info["infra_failure"]``: the grading machinery failed, not the
+answer) are re-graded once with the same answer (never resampled); one that fails again
+is ``Rollout.infra_failed`` and left out of the group (``excluded``). A late verdict is
+not re-graded: ``late_answers`` decides what it becomes.
 """
 
 from __future__ import annotations
@@ -42,11 +47,22 @@ class Rollout:
     reward: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: Graded a second time after an infrastructure failure (``info`` is the second verdict).
+    retried: bool = False
+
+    @property
+    def infra_failed(self) -> bool:
+        """Grading failed for reasons not the answer's (the verdict's ``infra_failure``, even
+        after a retry, or grading raised); late verdicts are ``late_answers``'s business."""
+        if self.error is not None:
+            return self.error.startswith(GRADING_FAILED)
+        return bool(self.info.get("infra_failure")) and not self.info.get("late")
 
     @property
     def excluded(self) -> bool:
-        """Leave out of training: an error, or a verdict that is not the model's fault."""
-        return self.error is not None or bool(self.info.get("excluded"))
+        """Leave out of training: an error, an infrastructure failure, or a verdict that is
+        not the model's fault."""
+        return self.error is not None or self.infra_failed or bool(self.info.get("excluded"))
 
     @property
     def num_tokens(self) -> int:
@@ -61,6 +77,8 @@ class Rollout:
             "reason": self.info.get("reason"),
             "passed": self.info.get("passed"),
             "error": self.error,
+            "infra_failed": self.infra_failed,
+            "retried": self.retried,
             "turns": [t.text for t in self.turns],
             "tokens": self.num_tokens,
         }
@@ -103,6 +121,21 @@ class EnvPool:
         finally:
             self._envs.put(env)
 
+    def score_with_retry(
+        self, problem_id: str, text: str, deadline: float | None = None
+    ) -> tuple[float, dict[str, Any], bool]:
+        """``score``, and once more with the same answer when the first verdict is an
+        infrastructure failure (``info["infra_failure"]``, not ``late``) or grading raised.
+        Returns the reward, the info of the last try and whether it was retried; a second
+        exception propagates."""
+        try:
+            reward, info = self.score(problem_id, text, deadline)
+        except Exception:  # whatever broke, the answer gets a second grading
+            return (*self.score(problem_id, text, deadline), True)
+        if info.get("infra_failure") and not info.get("late"):
+            return (*self.score(problem_id, text, deadline), True)
+        return reward, info, False
+
     def messages(self, problem_id: str) -> list[dict[str, Any]]:
         env = self._envs.get()
         try:
@@ -139,6 +172,8 @@ class RolloutTiming:
 
 #: Why a rollout left out for being graded after the deadline has no reward.
 LATE = "late: not graded by the step's grading deadline"
+#: How the error of a rollout whose grading raised (or never answered) starts.
+GRADING_FAILED = "grading failed"
 #: Called with each sampled turn as soon as it exists (e.g. to start teacher scoring
 #: while grading runs).
 OnTurn = Callable[[Turn], None]
@@ -168,6 +203,7 @@ def collect_single_turn(
     ``grade_deadline_s``: each answer must be graded within that many seconds of arriving
     (so the step waits at most that long after its last sample); a late one is scored
     ``timeout`` by the env (``info["late"]``) and, with ``late_answers="drop"``, left out.
+    An infrastructure failure is graded once more (``EnvPool.score_with_retry``).
     """
     timing = RolloutTiming(started_at=time.monotonic())
     lock = threading.Lock()
@@ -179,12 +215,12 @@ def collect_single_turn(
         requests.append((pid, messages, prompt, future))
 
     groups: list[Group] = []
-    grading: list[tuple[Rollout, Future[tuple[float, dict[str, Any]]]]] = []
+    grading: list[tuple[Rollout, Future[tuple[float, dict[str, Any], bool]]]] = []
 
-    def timed_score(pid: str, text: str, deadline: float | None) -> tuple[float, dict[str, Any]]:
+    def timed_score(pid: str, text: str, deadline: float | None) -> tuple[float, dict[str, Any], bool]:
         t0 = time.monotonic()
         try:
-            return pool.score(pid, text, deadline)
+            return pool.score_with_retry(pid, text, deadline)
         finally:
             with lock:
                 timing.grade_s += time.monotonic() - t0
@@ -211,9 +247,9 @@ def collect_single_turn(
         timing.sampled_at = time.monotonic()
         for rollout, future in grading:
             try:
-                rollout.reward, rollout.info = future.result(timeout=timeout_s)
+                rollout.reward, rollout.info, rollout.retried = future.result(timeout=timeout_s)
             except (TimeoutError, Exception) as exc:
-                rollout.error = f"grading failed: {type(exc).__name__}: {exc}"
+                rollout.error = f"{GRADING_FAILED}: {type(exc).__name__}: {exc}"
                 continue
             if rollout.info.get("late") and late_answers == "drop":
                 rollout.error = LATE

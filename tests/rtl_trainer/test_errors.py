@@ -41,6 +41,7 @@ STDLIB_BASE = {
     "RenderingError": ValueError,
     "UnsupportedTokenizerError": TypeError,
     "TrackingError": RuntimeError,
+    "InfrastructureError": RuntimeError,
 }
 
 

@@ -1,0 +1,59 @@
+"""Infrastructure failures: a sandbox that will not start grades ``infra_error``, which the
+verdict and the environments' ``info`` flag as ``infra_failure`` and the cache never keeps."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from cvdp_gym.data import load_dataset
+from cvdp_gym.grading import GradeCache, Grader, GradeResult
+from cvdp_gym.harness import HarnessRunner
+from tests.support import RefusingSandbox
+
+pytestmark = pytest.mark.sandbox
+
+PROBLEM_ID = "cvdp_gym_gray_converter_0001"
+MARKER = "// refuse the sandbox for this answer"
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return load_dataset("bundled", ids=[PROBLEM_ID]).problems[0]
+
+
+def marked(problem) -> dict[str, str]:
+    """The reference, with the marker the refusing sandbox looks for: it would pass."""
+    return {path: text + MARKER + "\n" for path, text in problem.reference.items()}
+
+
+def fenced(files: dict[str, str]) -> str:
+    return "\n".join(f"File `{path}`:\n```systemverilog\n{text}```\n" for path, text in files.items())
+
+
+def test_a_sandbox_that_will_not_start_is_an_infra_failure_never_cached(sandbox, problem, tmp_path):
+    refusing = RefusingSandbox(sandbox, MARKER, times=1)
+    grader = Grader(HarnessRunner(refusing), cache=GradeCache(tmp_path / "grades.sqlite"))
+    first = grader.grade_response(problem, fenced(marked(problem)))
+    assert (first.failure_class, first.infra_failure, first.excluded) == ("infra_error", True, False)
+    assert "sandbox did not start" in first.reason and first.stage("format").passed
+    assert GradeResult.from_dict(first.to_dict()).infra_failure and first.to_dict()["infra_failure"] is True
+    # Not cached: the same answer is really graded again, and the machine now works.
+    second = grader.grade_response(problem, fenced(marked(problem)))
+    assert (second.passed, second.cached, second.infra_failure, refusing.refused) == (True, False, False, 1)
+    assert grader.grade_response(problem, fenced(marked(problem))).cached  # a real verdict is kept
+
+
+def test_env_info_says_infra_failure(sandbox, problem):
+    env = gym.make(
+        "CVDP-SingleShot-v0", ids=[PROBLEM_ID], sandbox=RefusingSandbox(sandbox, MARKER), cache=False
+    )
+    try:
+        env.reset(options={"problem_id": PROBLEM_ID})
+        _, _, _, _, refused = env.step(fenced(marked(problem)))
+        env.reset(options={"problem_id": PROBLEM_ID})
+        _, _, _, _, graded = env.step(fenced(problem.reference))
+    finally:
+        env.close()
+    assert (refused["failure_class"], refused["infra_failure"], refused["passed"]) == ("infra_error", True, False)
+    assert (graded["infra_failure"], graded["passed"]) == (False, True)
