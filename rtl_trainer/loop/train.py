@@ -60,7 +60,7 @@ from rtl_trainer.rollouts import (
     collect_multi_turn,
     collect_single_turn,
 )
-from rtl_trainer.tracking import Tracking
+from rtl_trainer.tracking import JsonlLogger, Tracking
 
 #: Token counts logged per step (and as running totals), by the price key that bills them.
 TOKEN_METRICS = {
@@ -110,8 +110,8 @@ class Trainer:
         self.service = service
         self.console = console or Console()
         self.log = RunLog(config.run_dir)
-        #: The run's loggers (``log_to``), open while ``run`` runs.
-        self.tracking: Tracking | None = None
+        #: The run's loggers: ``metrics.jsonl`` until ``run`` opens those of ``log_to``.
+        self.tracking = Tracking(config, self.log, [JsonlLogger(self.log)], console=self.console)
         self.executor = None if make_env is not None else grade_executor_for(config)
         self.make_env = make_env or make_env_factory(config, executor=self.executor)
         self.grade_threads = grading_threads(config, self.executor)
@@ -284,7 +284,6 @@ class Trainer:
             **late_metrics(batch.groups),
             **infra,
         }
-        assert self.tracking is not None
         self.tracking.log_metrics(step, metrics)
         summaries = [r.summary() for g in batch.groups for r in g.rollouts]
         self.log.log_rollouts(step, summaries)
@@ -311,7 +310,7 @@ class Trainer:
         trained so far, then raise ``InfrastructureError``: this step is not trained on, and
         ``--resume`` redoes it from that checkpoint."""
         cfg = self.config
-        self.log.log_metrics(step, {
+        self.tracking.log_metrics(step, {
             **rollout_metrics(batch.groups), **late_metrics(batch.groups), **infra, "datums": 0, "stopped": 1,
         })
         self.log.log_rollouts(step, [r.summary() for g in batch.groups for r in g.rollouts])
