@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.bundle import bundled_records
-from cvdp_gym.data.problems import SCORING_BLEU, SCORING_JUDGE, Problem, problem_from_record
+from cvdp_gym.data.problems import (
+    SCORING_BLEU,
+    SCORING_JUDGE,
+    Problem,
+    jsonl_files,
+    problem_from_record,
+)
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import DatasetError
 from cvdp_gym.harness.compose import HarnessError, parse_services
@@ -106,16 +112,7 @@ def _records(sources: Iterable[str | Path]) -> Iterator[tuple[str, Any, str | No
             for location, record in bundled_records():
                 yield location, record, None
             continue
-        path = Path(source)
-        if path.is_dir():
-            files = sorted(path.glob("*.jsonl"))
-            if not files:
-                raise DatasetError(f"{path}: no .jsonl files in this directory")
-        elif path.exists():
-            files = [path]
-        else:
-            raise DatasetError(f"{path}: no such file")
-        for file in files:
+        for file in jsonl_files(Path(source)):
             bad: list[JsonlError] = []  # filled by iter_json as it skips a line, in order
             try:
                 for number, record in iter_json(file, on_error=bad.append):

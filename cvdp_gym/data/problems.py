@@ -335,20 +335,25 @@ def _normalise_category(value: str | int) -> str:
     return text
 
 
-def load_jsonl(path: str | Path, *, lenient: bool = False, **filters: Any) -> Dataset:
-    """Load a CVDP JSONL file (either shape; a directory loads every ``*.jsonl`` in it)."""
-    path = Path(path)
+def jsonl_files(path: Path) -> list[Path]:
+    """The JSONL files ``path`` names: itself, or every ``*.jsonl`` in a directory."""
     try:
         if path.is_dir():
             files = sorted(path.glob("*.jsonl"))
             if not files:
                 raise DatasetError(f"{path}: no .jsonl files in this directory")
-        elif path.exists():
-            files = [path]
-        else:
-            raise DatasetError(f"{path}: no such file")
+            return files
+        if path.exists():
+            return [path]
     except OSError as exc:  # a name too long, a folder we may not list
         raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raise DatasetError(f"{path}: no such file")
+
+
+def load_jsonl(path: str | Path, *, lenient: bool = False, **filters: Any) -> Dataset:
+    """Load a CVDP JSONL file (either shape; a directory loads every ``*.jsonl`` in it)."""
+    path = Path(path)
+    files = jsonl_files(path)
     pairs = (
         (f"{file}:{number}", record)
         for file in files
