@@ -22,7 +22,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from rtl_trainer.demo import DemoSettings, _service, base_config, build_models, sft_stage
+from rtl_trainer.demo import DemoSettings, base_config, build_models, sft_stage
+from rtl_trainer.demo.stages import _service
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.loop.train import Trainer
 

@@ -79,6 +79,10 @@ PINNED_ALL = {
         "DEFAULT_TARGET_MODULES", "LOSS_FN_INPUTS", "LocalSamplingClient", "LocalServiceClient",
         "LocalTrainingClient", "OPTIMIZER_FILE",
     ],
+    "rtl_trainer.demo": [
+        "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "sft_stage",
+        "train_stage",
+    ],
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",
         "ConfigError", "InfrastructureError", "InvalidCheckpointError", "ModelError", "OutputExistsError",

@@ -1,0 +1,94 @@
+"""The demo's stages: build the tiny models, SFT, evaluate, train; each skips itself when
+its outputs exist, so every caller (the demo, its curriculum and seeds parts) reuses them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from rtl_trainer.backends.local import LocalServiceClient
+from rtl_trainer.config import TrainConfig
+from rtl_trainer.demo.settings import FAMILY, SFT_SOURCES, TEACHER_SOURCE, DemoSettings
+from rtl_trainer.loop.evaluate import evaluate
+from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.loop.sft import run_sft, supervised_examples
+from rtl_trainer.loop.train import Trainer
+from rtl_trainer.models import CompactVocab, save_tiny, tiny_model
+from rtl_trainer.rendering import get_renderer, offline_tokenizer
+
+
+def build_models(out: Path, config: TrainConfig) -> tuple[Path, Path]:
+    """Tokenizer + compact vocabulary + tiny teacher and student, saved as model folders."""
+    teacher_dir, student_dir = out / "models" / "teacher", out / "models" / "student"
+    if (teacher_dir / "config.json").exists() and (student_dir / "config.json").exists():
+        return teacher_dir, student_dir
+    tokenizer = offline_tokenizer(FAMILY)
+    renderer = get_renderer(FAMILY, tokenizer)
+    examples = [e for source in SFT_SOURCES for e in supervised_examples(replace(config, sft_source=source), renderer)]
+    ids = sorted({t for _, tokens, _ in examples for t in tokens})
+    vocab = CompactVocab.from_token_ids(ids + list(tokenizer.all_special_ids) + list(renderer.stop_sequences()), len(tokenizer))
+    for size, folder in (("teacher", teacher_dir), ("student", student_dir)):
+        save_tiny(tiny_model(size, vocab.size, config.seed), vocab, folder)
+        tokenizer.save_pretrained(str(folder))
+    return teacher_dir, student_dir
+
+
+def _service(model_dir: Path, run_dir: Path) -> LocalServiceClient:
+    from rtl_trainer.backends import load_tokenizer
+
+    return LocalServiceClient(load_tokenizer(str(model_dir)), workdir=run_dir, full_finetune=True)
+
+
+def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConfig, s: DemoSettings, console: Console,
+              source: str = TEACHER_SOURCE) -> str:
+    """SFT ``model_dir`` for ``steps`` on answers from ``source``; returns the final state path."""
+    run_dir = out / name
+    config = replace(base, mode="sft", student=str(model_dir), steps=steps, learning_rate=s.sft_lr, sft_source=source,
+                     lr_schedule="linear", batch_size=len(s.ids), run_dir=str(run_dir), save_every=0)
+    done = _last_state(run_dir, steps)
+    if done:
+        return done
+    console.rule(f"{name}: {steps} SFT steps")
+    run_sft(config, _service(model_dir, run_dir), console=console)
+    return _last_state(run_dir, steps) or ""
+
+
+def _last_state(run_dir: Path, steps: int) -> str | None:
+    if not run_dir.exists():
+        return None
+    checkpoint = RunLog(run_dir).last_checkpoint()
+    return checkpoint["state_path"] if checkpoint and checkpoint["step"] == steps - 1 else None
+
+
+def eval_stage(label: str, state: str, model_dir: Path, out: Path, base: TrainConfig, s: DemoSettings,
+               samples: int | None = None) -> dict[str, Any]:
+    cache = out / "evals" / f"{label}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    service = _service(model_dir, out / "evals")
+    sampler = service.create_sampling_client(model_path=state)
+    renderer = get_renderer(FAMILY, sampler.get_tokenizer())
+    report = evaluate(replace(base, student=state), sampler, renderer, samples=samples or s.eval_samples, temperature=s.temperature)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(report, indent=2))
+    return report
+
+
+def train_stage(mode: str, student_state: str, teacher_state: str | None, model_dir: Path, steps: int,
+                out: Path, base: TrainConfig, s: DemoSettings, console: Console, name: str | None = None) -> str:
+    run_dir = out / (name or mode)
+    done = _last_state(run_dir, steps)
+    if done:
+        return done
+    console.rule(f"{name or mode}: {steps} steps from the weak student")
+    config = replace(
+        base, mode=mode, student=student_state, teacher=teacher_state, steps=steps, learning_rate=s.rl_lr,
+        lr_warmup_steps=s.rl_warmup_steps,
+        kl_penalty_coef=s.kl_penalty_coef if mode == "distill" else 0.0, run_dir=str(run_dir), save_every=steps,
+    )
+    Trainer(config, _service(model_dir, run_dir), console=console).run(resume=(run_dir / "checkpoints.jsonl").exists())
+    return _last_state(run_dir, steps) or ""
