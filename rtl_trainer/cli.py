@@ -276,16 +276,19 @@ def demo(
     out: Annotated[Path, typer.Option(help="Run directory of the whole demo (every stage resumes from it).")] = Path("runs/demo"),
     rl: Annotated[bool, typer.Option(help="Also run RL (reward only, no teacher) from the same weak student.")] = True,
     with_curriculum: Annotated[bool, typer.Option(help="Then also compare adaptive vs uniform problem sampling and evaluate refinement with grader feedback (opt-in, several more minutes).")] = False,
+    seeds: Annotated[int, typer.Option(min=1, help="With N >= 2: then run distillation, RL and SFT from the same weak student on N seeds each (the demo's own runs are seed 0) and report the mean and spread (seeds.json, seeds.png; opt-in, several more minutes per seed).")] = 1,
 ) -> None:
     """The mission in miniature, offline: tiny teacher SFT, weak student, on-policy
     distillation (and RL beside it), pass rates measured by the real simulator, and a plot."""
     from dataclasses import replace
 
-    from rtl_trainer.demo import DemoSettings, run_curriculum_demo, run_demo
+    from rtl_trainer.demo import DemoSettings, run_curriculum_demo, run_demo, run_seeds
 
     settings = DemoSettings() if rl else replace(DemoSettings(), rl_steps=0)
     summary = run_demo(out, settings, console=console)
     console.print(f"summary: {out / 'summary.json'}; plot: {summary['plot']}")
+    if seeds > 1:
+        run_seeds(out, seeds, settings, console=console)  # prints its tables and where seeds.json is
     if with_curriculum:
         curriculum = run_curriculum_demo(out, settings, console=console)
         console.print(f"curriculum: {out / 'curriculum.json'}; plot: {curriculum['plot']}")

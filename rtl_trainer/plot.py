@@ -1,8 +1,9 @@
-"""Draw runs' metrics (``metrics.jsonl``) as a PNG: one panel per metric, one line per run."""
+"""Draw runs' metrics (``metrics.jsonl``) as a PNG: one panel per metric, one line per run; or
+groups of runs (seeds) as mean lines in min–max bands."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rtl_trainer.errors import ConfigError
@@ -41,6 +42,71 @@ def plot_runs(
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_bands(
+    curves: Mapping[str, Mapping[str, Sequence[float]]],
+    out: str | Path,
+    *,
+    y: str,
+    xs: Sequence[tuple[str, str]],
+    finals: Mapping[str, Sequence[float]] | None = None,
+    references: Mapping[str, float] | None = None,
+    y_label: str | None = None,
+    ylim: tuple[float, float] | None = None,
+    title: str | None = None,
+) -> Path:
+    """Groups of runs (seeds) as a mean line in a min–max band: one panel per x axis
+    (``xs``: a curve key and its label; ``y`` names ``{y}_mean``, ``{y}_min``, ``{y}_max``);
+    then, with ``finals``, a panel of each group's final values (a dot per run, the mean
+    ± sample std as a bar) with ``references`` as horizontal lines."""
+    import statistics
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys([*curves, *(finals or {})]))
+    color = {name: f"C{i}" for i, name in enumerate(names)}
+    panels = len(xs) + (1 if finals else 0)
+    fig, axes = plt.subplots(1, panels, figsize=(5.0 * panels, 3.8), squeeze=False)
+    for ax, (key, label) in zip(axes[0], xs, strict=False):
+        for name, curve in curves.items():
+            if not curve.get(key):
+                continue
+            ax.plot(curve[key], curve[f"{y}_mean"], marker="o", markersize=3, color=color[name], label=f"{name} (mean)")
+            ax.fill_between(curve[key], curve[f"{y}_min"], curve[f"{y}_max"], color=color[name], alpha=0.2,
+                            label=f"{name} (min–max)")
+        ax.set_xlabel(label)
+        ax.set_ylabel(y_label or y)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if finals:
+        ax = axes[0][-1]
+        for i, (name, values) in enumerate(finals.items()):
+            ax.scatter([i] * len(values), values, color=color[name], alpha=0.6, zorder=3)
+            std = statistics.stdev(values) if len(values) > 1 else 0.0
+            ax.errorbar([i], [statistics.fmean(values)], yerr=[std], fmt="_", markersize=20, capsize=6, color="black",
+                        zorder=4)
+        for j, (name, value) in enumerate((references or {}).items()):
+            ax.axhline(value, linestyle="--", color=f"C{len(names) + j}", label=name)
+        ax.set_xticks(range(len(finals)), list(finals))
+        ax.set_title("final values (dots: runs; bar: mean ± std)", fontsize=10)
+        ax.grid(alpha=0.3, axis="y")
+        if references:
+            ax.legend(fontsize=8)
+    if ylim:
+        for ax in axes[0]:
+            ax.set_ylim(*ylim)
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -80,8 +80,8 @@ PINNED_ALL = {
         "LocalTrainingClient", "OPTIMIZER_FILE",
     ],
     "rtl_trainer.demo": [
-        "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "sft_stage",
-        "train_stage",
+        "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "run_seeds",
+        "sft_stage", "train_stage",
     ],
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",

@@ -13,20 +13,23 @@
 4. On-policy distillation of the student from the teacher with the environment's reward
    (and, beside it, RL from the same weak start with the reward alone).
 5. Measure pass rates with the real simulator before and after, and plot the runs.
+6. ``--seeds N``: distillation, RL and SFT on the reference solutions from the same weak
+   student, on N seeds each, with the mean and spread of the pass rates and their compute.
 
 Every stage writes a run directory; a stage whose outputs exist is not run again.
 
 Modules: ``settings`` (``DemoSettings``, the base config), ``stages`` (models, SFT,
 evaluation and training stages), ``main`` (``run_demo``), ``curriculum``
-(``run_curriculum_demo``).
+(``run_curriculum_demo``) and ``seeds`` (``run_seeds``).
 """
 
 from rtl_trainer.demo.curriculum import run_curriculum_demo
 from rtl_trainer.demo.main import run_demo
+from rtl_trainer.demo.seeds import run_seeds
 from rtl_trainer.demo.settings import DemoSettings, base_config
 from rtl_trainer.demo.stages import build_models, eval_stage, sft_stage, train_stage
 
 __all__ = [
-    "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "sft_stage",
-    "train_stage",
+    "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "run_seeds",
+    "sft_stage", "train_stage",
 ]

@@ -44,15 +44,18 @@ def _service(model_dir: Path, run_dir: Path) -> LocalServiceClient:
 
 
 def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConfig, s: DemoSettings, console: Console,
-              source: str = TEACHER_SOURCE) -> str:
-    """SFT ``model_dir`` for ``steps`` on answers from ``source``; returns the final state path."""
+              source: str = TEACHER_SOURCE, start: str | None = None, optimizer: dict[str, Any] | None = None) -> str:
+    """SFT ``model_dir`` (or the saved state ``start`` of one) for ``steps`` on answers from
+    ``source``, at ``s.sft_lr`` decaying linearly unless ``optimizer`` (config fields) says
+    otherwise; returns the final state path."""
     run_dir = out / name
-    config = replace(base, mode="sft", student=str(model_dir), steps=steps, learning_rate=s.sft_lr, sft_source=source,
-                     lr_schedule="linear", batch_size=len(s.ids), run_dir=str(run_dir), save_every=0)
+    config = replace(base, mode="sft", student=start or str(model_dir), steps=steps, sft_source=source,
+                     batch_size=len(s.ids), run_dir=str(run_dir), save_every=0,
+                     **{"learning_rate": s.sft_lr, "lr_schedule": "linear", **(optimizer or {})})
     done = _last_state(run_dir, steps)
     if done:
         return done
-    console.rule(f"{name}: {steps} SFT steps")
+    console.rule(f"{name}: {steps} SFT steps" + (" from a checkpoint" if start else ""))
     run_sft(config, _service(model_dir, run_dir), console=console)
     return _last_state(run_dir, steps) or ""
 

@@ -20,6 +20,7 @@ from tinker import types
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.envs.prompts import answer_text
+from rtl_trainer.backends import is_saved_state
 from rtl_trainer.backends.base import ServiceClient, TrainingClient
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.errors import ConfigError
@@ -163,7 +164,10 @@ def _sft_steps(
             log.truncate_after(checkpoint["step"])
         else:
             log.write_config(config.to_json())
-            training = service.create_lora_training_client(config.student, rank=config.lora_rank)
+            if is_saved_state(config.student):  # continue from a run's checkpoint (fresh optimiser), as RL does
+                training = service.create_training_client_from_state(config.student)
+            else:
+                training = service.create_lora_training_client(config.student, rank=config.lora_rank)
     renderer = get_renderer(config.renderer or config.student, training.get_tokenizer())
     examples = supervised_examples(config, renderer)
     rng = random.Random(config.seed)

@@ -95,6 +95,11 @@ def test_sft_lowers_the_loss(tiny, tmp_path):
     assert len(losses) == 6 and losses[-1] < losses[0]
     assert log.last_checkpoint()["step"] == 5
     assert Path(log.last_checkpoint()["state_path"]).is_dir()
+    # From a saved state it continues from those weights (with a fresh optimiser, as RL does).
+    more = tmp_path / "sft-more"
+    _, again = run_sft(replace(config, student=log.last_checkpoint()["state_path"], steps=1, run_dir=str(more)),
+                       service(tiny, more))
+    assert again.metrics()[0]["train/loss_per_token"] < (losses[0] + losses[-1]) / 2
 
 
 def test_rl_steps_write_metrics_rollouts_and_checkpoints(tiny, tmp_path):

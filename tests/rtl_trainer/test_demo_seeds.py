@@ -1,0 +1,106 @@
+"""``rtl-train demo --seeds N`` at toy sizes: which runs each seed gets, where they go, and
+that the table's statistics and compute are the runs' own (the figures themselves are the
+lead's multi-seed run of the full demo, in docs/miniature.md)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rtl_trainer.demo import DemoSettings, run_demo, run_seeds
+from rtl_trainer.loop.runlog import RunLog
+
+pytestmark = pytest.mark.sandbox
+
+#: Two problems, one SFT step per model, two training steps, eight-token answers (format
+#: failures only: nothing simulates), one evaluation sample per problem.
+SETTINGS = DemoSettings(
+    ids=("cvdp_gym_edge_detector_0001", "cvdp_gym_gray_converter_0001"), teacher_sft_steps=1, student_sft_steps=1,
+    distill_steps=2, rl_steps=2, groups_per_step=2, group_size=2, max_tokens=8, eval_samples=1,
+)
+METHODS = ("start", "distill", "rl", "sft")
+
+
+def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolchain):
+    out = tmp_path / "demo"
+    demo = run_demo(out, SETTINGS)
+    demo_files = [out / "distill" / "metrics.jsonl", out / "rl" / "metrics.jsonl", out / "student-sft" / "metrics.jsonl",
+                  out / "evals" / "student_distilled.json"]
+    stamps = [p.stat().st_mtime_ns for p in demo_files]
+    console = Console(record=True, width=250)
+    summary = run_seeds(out, 2, SETTINGS, console)
+    assert [p.stat().st_mtime_ns for p in demo_files] == stamps  # the demo's stages were reused, not redone
+
+    runs = {(r["seed"], r["method"]): r for r in summary["runs"]}
+    assert sorted(runs) == sorted((seed, method) for seed in (0, 1) for method in METHODS)
+    # Seed 0 of distillation and RL is the demo's own runs and evaluations.
+    assert runs[0, "distill"]["run_dir"] == str(out / "distill") and runs[0, "rl"]["run_dir"] == str(out / "rl")
+    assert runs[0, "distill"]["pass_rate"] == demo["pass_rate"]["student_distilled"]
+    assert runs[0, "start"]["eval"] == str(out / "evals" / "student_start.json")
+    weak = RunLog(out / "student-sft").last_checkpoint()["state_path"]
+    for (seed, method), run in runs.items():
+        if method == "start":
+            assert run["run_dir"] is None
+            continue
+        if (seed, method) not in {(0, "distill"), (0, "rl")}:
+            assert run["run_dir"] == str(out / "seeds" / f"seed{seed}" / method)
+            assert run["eval"] == str(out / "evals" / f"seed{seed}" / f"student_{method}.json")
+        config = json.loads((Path(run["run_dir"]) / "config.json").read_text())
+        assert (config["seed"], config["steps"], config["student"]) == (seed, 2, weak), (seed, method)
+        assert config["mode"] == method
+        assert config["teacher"] == (RunLog(out / "teacher-sft").last_checkpoint()["state_path"]
+                                     if method == "distill" else None)
+    sft = json.loads((out / "seeds" / "seed1" / "sft" / "config.json").read_text())
+    assert sft["sft_source"] == "reference" and sft["mode"] == "sft"
+    assert {k: sft[k] for k in summary["sft_optimizer"]} == summary["sft_optimizer"] == {
+        "learning_rate": SETTINGS.rl_lr, "lr_warmup_steps": SETTINGS.rl_warmup_steps, "lr_schedule": "constant"}
+    # The seed changed what the training stages sampled.
+    first = [(out / "distill" / "rollouts" / "step_00000.jsonl"), out / "seeds" / "seed1" / "distill" / "rollouts" /
+             "step_00000.jsonl"]
+    assert first[0].read_text() != first[1].read_text()
+
+    # The statistics are those of the evaluation files; the table shows them.
+    text = console.export_text()
+    for method in METHODS:
+        rates = [json.loads(Path(runs[seed, method]["eval"]).read_text())["pass_rate"] for seed in (0, 1)]
+        stat = summary["stats"][method]["pass_rate"]
+        assert stat["mean"] == pytest.approx(statistics.mean(rates))
+        assert stat["std"] == pytest.approx(statistics.stdev(rates))
+        assert (stat["min"], stat["max"], stat["n"]) == (min(rates), max(rates), 2)
+        assert f"{stat['mean']:.2f} ± {stat['std']:.2f} ({stat['min']:.2f}–{stat['max']:.2f})" in text
+
+    # Compute comes from each run's metrics.jsonl.
+    for (_, method), run in runs.items():
+        if method == "start":
+            continue
+        rows = RunLog(run["run_dir"]).metrics()
+        if method == "sft":
+            assert run["tokens_trained"] == sum(r["tokens/trained"] for r in rows) > 0
+            assert run["tokens_sampled"] == run["tokens_teacher"] == 0
+        else:
+            assert len(rows) == 2
+            for key, name in (("sampled", "tokens_sampled"), ("teacher", "tokens_teacher"), ("trained", "tokens_trained")):
+                assert run[name] == rows[-1][f"total/tokens/{key}"]
+            assert run["tokens_sampled"] > 0 and (run["tokens_teacher"] > 0) == (method == "distill")
+    assert summary["stats"]["distill"]["tokens_sampled"] == pytest.approx(
+        statistics.mean(runs[seed, "distill"]["tokens_sampled"] for seed in (0, 1)))
+    assert summary["curves"]["distill"]["step"] == [0, 1] and set(summary["curves"]) == {"distill", "rl"}
+    assert json.loads((out / "seeds.json").read_text()) == json.loads(json.dumps(summary))
+    assert (out / "seeds.png").stat().st_size > 10_000
+
+    # Every stage resumes from its outputs: a second call redoes nothing. A stage stopped
+    # before its only checkpoint started again from step 0, after the rows it had logged:
+    # each step counts once.
+    for method in ("sft", "distill"):
+        metrics = out / "seeds" / "seed1" / method / "metrics.jsonl"
+        lines = metrics.read_text().splitlines(keepends=True)
+        metrics.write_text(lines[0] + "".join(lines))
+    started = time.monotonic()
+    again = run_seeds(out, 2, SETTINGS, Console(quiet=True))
+    assert again["runs"] == summary["runs"]
+    assert time.monotonic() - started < 15
