@@ -21,6 +21,7 @@ import yaml
 
 from cvdp_gym.grading.executor_factory import parse_executor
 from rtl_trainer.errors import ConfigError
+from rtl_trainer.teacher_rules import parse_rules
 
 PRICE_KEYS = ("train", "prefill", "sample", "teacher_prefill")
 #: Where a run's metrics can go (``log_to``); ``jsonl`` (metrics.jsonl) is always written.
@@ -42,6 +43,7 @@ class TrainConfig:
     teacher: str | None = field(default=None, metadata={"help": "Teacher for distillation: a model name, a model directory or a saved state."})
     renderer: str | None = field(default=None, metadata={"help": "Chat template family of the student; None: chosen from the model name."})
     teacher_renderer: str | None = field(default=None, metadata={"help": "Chat template family of the teacher; None: chosen from its name."})
+    teachers: list[dict[str, Any]] | None = field(default=None, metadata={"help": "Several teachers (distill): rules, first match wins, each {model, renderer?, name?, problems?: [glob on the problem id], categories?: [cid003], difficulty?: [easy]}; problems no rule matches go to teacher. The KL to each is logged as teacher_kl/NAME."})
     env: str = field(default="CVDP-SingleShot-v0", metadata={"help": "CVDP-SingleShot-v0, CVDP-Refine-v0 (answers with grader feedback) or CVDP-Agentic-v0."})
     dataset: str = field(default="bundled", metadata={"help": "'bundled', a CVDP JSONL path, or 'hf[:PATTERN]'."})
     ids: list[str] | None = field(default=None, metadata={"help": "Only these problem ids (None: all)."})
@@ -131,8 +133,9 @@ class TrainConfig:
             raise ConfigError(f"mode must be rl, distill or sft, not {self.mode!r}")
         if not self.student:
             raise ConfigError("a student model is required (--student)")
-        if self.mode == "distill" and not self.teacher:
-            raise ConfigError("distillation needs a teacher (--teacher)")
+        if self.mode == "distill" and not (self.teacher or self.teachers):
+            raise ConfigError("distillation needs a teacher (--teacher, or teachers rules)")
+        parse_rules(self.teachers)
         if self.loss_fn not in ("auto", "importance_sampling", "ppo"):
             raise ConfigError(f"loss_fn must be auto, importance_sampling or ppo, not {self.loss_fn!r}")
         if self.max_steps_off_policy < 0:
@@ -280,6 +283,10 @@ def _parse(kind: Any, text: str) -> Any:
         if not isinstance(value, list) or any(isinstance(v, (list, dict, bool)) or v is None for v in value):
             raise ConfigError(f"expected a list of strings, e.g. [a, b], got {text!r}")
         return [str(v) for v in value]
+    if origin is list and typing.get_origin(args[0]) is dict:
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise ConfigError(f"expected a list of mappings, e.g. [{{model: M, problems: ['*fifo*']}}], got {text!r}")
+        return value
     if origin is dict and args == (str, float):
         if not isinstance(value, dict) or any(
             not isinstance(v, (int, float)) or isinstance(v, bool) for v in value.values()

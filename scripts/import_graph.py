@@ -40,7 +40,7 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
 )
 #: rtl_trainer's layers, lowest first, all above cvdp_gym's.
 RTL_TRAINER_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "config"),
+    ("errors", "teacher_rules", "config"),
     ("models", "rendering"),
     ("backends",),
     ("losses",),

@@ -40,9 +40,9 @@ from rtl_trainer.loop.envs import (
 )
 from rtl_trainer.loop.metrics import group_outcomes, infra_metrics, late_metrics, rollout_metrics
 from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.loop.teachers import Teacher, TeacherRouter, load_teachers
 from rtl_trainer.losses import (
     AlignedLogprobs,
-    TeacherAligner,
     check_datum,
     constant_group,
     group_advantages,
@@ -60,6 +60,7 @@ from rtl_trainer.rollouts import (
     collect_multi_turn,
     collect_single_turn,
 )
+from rtl_trainer.teacher_rules import parse_rules, unused_rules
 from rtl_trainer.tracking import JsonlLogger, Tracking
 
 #: Token counts logged per step (and as running totals), by the price key that bills them.
@@ -77,6 +78,8 @@ class TeacherScore:
 
     aligned: AlignedLogprobs
     tokens: int
+    #: The name of the teacher that scored it (``teacher_kl/NAME`` with several teachers).
+    teacher: str = ""
 
 
 @dataclass
@@ -117,7 +120,7 @@ class Trainer:
         self.grade_threads = grading_threads(config, self.executor)
         self.agentic = is_multi_turn(config.env)
         self.problem_sampler: curriculum.ProblemSampler | None = None
-        self._aligner: TeacherAligner | None = None
+        self.teachers: TeacherRouter | None = None
         self._totals: dict[str, float] = {}
         self._student_tokenizer: Any = None
 
@@ -135,16 +138,22 @@ class Trainer:
             return self.service.create_training_client_from_state(student), 0
         return self.service.create_lora_training_client(student, rank=self.config.lora_rank), 0
 
-    def _teacher(self) -> tuple[SamplingClient | None, Any]:
-        teacher_name = self.config.teacher
-        if self.config.mode != "distill" or not teacher_name:
-            return None, None
-        if is_saved_state(teacher_name):
-            teacher = self.service.create_sampling_client(model_path=teacher_name)
-        else:
-            teacher = self.service.create_sampling_client(base_model=teacher_name)
-        renderer = get_renderer(self.config.teacher_renderer or teacher_name, teacher.get_tokenizer())
-        return teacher, renderer
+    def _teachers(self, problems: list[Any]) -> TeacherRouter | None:
+        """The teacher of each problem (distillation): ``teachers`` rules, then ``teacher``."""
+        cfg = self.config
+        if cfg.mode != "distill" or not (cfg.teacher or cfg.teachers):
+            return None
+        rules = parse_rules(cfg.teachers)
+        for name in unused_rules(problems, rules):
+            self.console.print(f"[yellow]warning:[/] teachers rule {name!r} matches none of this run's problems")
+        router = load_teachers(
+            self.service, problems, rules=rules, default_model=cfg.teacher, default_renderer=cfg.teacher_renderer,
+            student_tokenizer=self._student_tokenizer,
+        )
+        if router.several:
+            counts = {n: sum(1 for t in router.assignment().values() if t == n) for n in router.teachers}
+            self.console.print("teachers: " + ", ".join(f"{n} ({c} problems)" for n, c in counts.items()))
+        return router
 
     # -- the loop ----------------------------------------------------------------------
     def run(self, *, resume: bool = False) -> RunLog:
@@ -172,11 +181,9 @@ class Trainer:
         training, start = self._training_client(resume)
         self._student_tokenizer = training.get_tokenizer()
         renderer = get_renderer(cfg.renderer or cfg.student, self._student_tokenizer)
-        teacher, teacher_renderer = self._teacher()
-        if teacher is not None:
-            self._aligner = TeacherAligner(self._student_tokenizer, teacher.get_tokenizer())
         probe = self.make_env()
         ids = problem_ids(probe, cfg)
+        self.teachers = self._teachers([p for p in probe.unwrapped.problems if p.id in set(ids)])
         difficulties = {p.id: p.difficulty for p in probe.unwrapped.problems}
         self.problem_sampler = curriculum.make_problem_sampler(cfg, ids, difficulties)
         saved = curriculum.load_state(cfg.run_dir, start) if start else None
@@ -194,7 +201,7 @@ class Trainer:
             for step in range(start, cfg.steps):
                 while submitted < cfg.steps and submitted <= step + cfg.max_steps_off_policy:
                     pending.append(producer.submit(
-                        self._collect, submitted, step, ids, sampler, renderer, teacher, teacher_renderer, pool, scorer,
+                        self._collect, submitted, step, ids, sampler, renderer, pool, scorer,
                     ))
                     submitted += 1
                 blocked_from = time.monotonic()
@@ -211,7 +218,7 @@ class Trainer:
                 self.executor.close()
         return self.log
 
-    def _collect(self, step, version, ids, sampler, renderer, teacher, teacher_renderer, pool, scorer) -> Batch:
+    def _collect(self, step, version, ids, sampler, renderer, pool, scorer) -> Batch:
         """Sample and grade step ``step``'s groups with the weights of ``version``; teacher
         scoring of each sample starts as soon as it arrives, while grading runs."""
         cfg = self.config
@@ -220,11 +227,12 @@ class Trainer:
         params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + step)
         scores: dict[int, Future[TeacherScore]] | None = None
         on_turn = None
-        if teacher is not None:
+        teachers = self.teachers
+        if teachers is not None:
             scores = {}
 
-            def on_turn(turn: Turn) -> None:
-                scores[id(turn)] = scorer.submit(self._teacher_logprobs, turn, teacher, teacher_renderer)
+            def on_turn(problem_id: str, turn: Turn) -> None:
+                scores[id(turn)] = scorer.submit(self._teacher_logprobs, turn, teachers.for_problem(problem_id))
         if self.agentic:
             groups, timing = collect_multi_turn(
                 chosen, make_env=self.make_env, sampler=sampler, renderer=renderer,
@@ -380,6 +388,7 @@ class Trainer:
         datums: list[types.Datum] = []
         kl_sum = kl_tokens = aligned_sum = 0.0
         aligned_n = dropped = 0
+        per_teacher: dict[str, list[float]] = {}  # name -> [KL sum, tokens]
         for group in groups:
             rollouts = [r for r in group.rollouts if not r.excluded and r.turns]
             if not rollouts:
@@ -398,7 +407,8 @@ class Trainer:
                     behaviour, policy = self._sampler_logprobs(turn, sampler)
                     token_adv = [advantage] * n
                     if teacher_scores is not None:
-                        aligned = teacher_scores[id(turn)].result().aligned
+                        score = teacher_scores[id(turn)].result()
+                        aligned = score.aligned
                         adjust, kl = kl_penalty(
                             policy, aligned.values, [True] * n,
                             coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor,
@@ -406,6 +416,9 @@ class Trainer:
                         token_adv = [a + b for a, b in zip(token_adv, adjust, strict=True)]
                         kl_sum += kl["teacher_kl"] * kl["teacher_kl_tokens"]
                         kl_tokens += kl["teacher_kl_tokens"]
+                        mine = per_teacher.setdefault(score.teacher, [0.0, 0.0])
+                        mine[0] += kl["teacher_kl"] * kl["teacher_kl_tokens"]
+                        mine[1] += kl["teacher_kl_tokens"]
                         aligned_sum += aligned.aligned_fraction
                         aligned_n += 1
                     turns.append(LossTurn(turn.prompt_tokens, turn.completion_tokens, behaviour, token_adv))
@@ -415,6 +428,10 @@ class Trainer:
         stats: dict[str, float] = {"groups_dropped": dropped}
         if kl_tokens:
             stats["teacher_kl"] = kl_sum / kl_tokens
+        if self.config.teachers:  # several teachers: the KL to each, over its own tokens
+            for name, (total, tokens) in sorted(per_teacher.items()):
+                if tokens:
+                    stats[f"teacher_kl/{name}"] = total / tokens
         if aligned_n:
             stats["teacher_aligned_fraction"] = aligned_sum / aligned_n
         return datums, stats
@@ -437,13 +454,12 @@ class Trainer:
         policy = [v if v is not None else 0.0 for v in values[-n:]]
         return (reported if reported is not None else policy), policy
 
-    def _teacher_logprobs(self, turn: Turn, teacher: SamplingClient, teacher_renderer: Any) -> TeacherScore:
+    def _teacher_logprobs(self, turn: Turn, teacher: Teacher) -> TeacherScore:
         """Teacher log-probs of the student's sampled tokens, scored with the teacher's own
         template; mapped by character spans when the tokenizers differ."""
-        prompt = teacher_renderer.build_generation_prompt(turn.messages, tools=turn.tools)
+        prompt = teacher.renderer.build_generation_prompt(turn.messages, tools=turn.tools)
         if self.config.max_prompt_tokens and len(prompt) > self.config.max_prompt_tokens:
             prompt = prompt[-self.config.max_prompt_tokens:]
-        assert self._aligner is not None
-        plan = self._aligner.plan(turn.completion_tokens)
-        aligned = plan.map(teacher_completion_logprobs(teacher, prompt, plan.teacher_tokens))
-        return TeacherScore(aligned, len(prompt) + len(plan.teacher_tokens))
+        plan = teacher.aligner.plan(turn.completion_tokens)
+        aligned = plan.map(teacher_completion_logprobs(teacher.client, prompt, plan.teacher_tokens))
+        return TeacherScore(aligned, len(prompt) + len(plan.teacher_tokens), teacher.name)

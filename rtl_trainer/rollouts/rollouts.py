@@ -174,9 +174,9 @@ class RolloutTiming:
 LATE = "late: not graded by the step's grading deadline"
 #: How the error of a rollout whose grading raised (or never answered) starts.
 GRADING_FAILED = "grading failed"
-#: Called with each sampled turn as soon as it exists (e.g. to start teacher scoring
-#: while grading runs).
-OnTurn = Callable[[Turn], None]
+#: Called with each sampled turn, and the problem it answers, as soon as it exists (e.g. to
+#: start teacher scoring, by that problem's teacher, while grading runs).
+OnTurn = Callable[[str, Turn], None]
 
 
 def _truncate(tokens: list[int], limit: int | None) -> list[int]:
@@ -243,7 +243,7 @@ def collect_single_turn(
                 deadline = None if grade_deadline_s is None else time.time() + grade_deadline_s
                 grading.append((rollout, executor.submit(timed_score, pid, text, deadline)))
                 if on_turn is not None:
-                    on_turn(turn)
+                    on_turn(pid, turn)
         timing.sampled_at = time.monotonic()
         for rollout, future in grading:
             try:
@@ -287,7 +287,7 @@ def run_episode(
         turn = Turn(prompt, tokens, list(sequence.logprobs or []), text, list(messages), tools)
         rollout.turns.append(turn)
         if on_turn is not None:
-            on_turn(turn)
+            on_turn(problem_id, turn)
         _, reward, terminated, truncated, info = env.step(text)
         messages.append({"role": "assistant", "content": text})
         messages.extend(info.get("tool_messages", []))

@@ -134,6 +134,27 @@ def test_distill_from_an_identical_teacher_has_zero_kl(tiny, tmp_path):
     assert row["teacher_aligned_fraction"] == pytest.approx(1.0)
 
 
+def test_two_teachers_each_score_the_problems_their_rule_names(tiny, tmp_path):
+    """One teacher is the student's own weights (KL 0 on its problem), the other a
+    different, untrained model (large KL): each problem's scores come from its rule's."""
+    sft_state = tmp_path / "sft0"
+    _, log = run_sft(base_config(sft_state, mode="sft", student=str(tiny), steps=1, batch_size=1), service(tiny, sft_state))
+    state = log.last_checkpoint()["state_path"]
+    other = tiny.parent / "student"  # build_models' other tiny model: 2 layers, width 128
+    run = tmp_path / "two"
+    teachers = [
+        {"name": "same", "model": state, "problems": ["*gray_converter*"]},
+        {"name": "other", "model": str(other), "renderer": "qwen3_instruct", "categories": ["cid016"]},
+    ]
+    config = base_config(run, mode="distill", student=state, teachers=teachers, steps=1, kl_penalty_coef=1.0)
+    Trainer(config, service(tiny, run)).run()
+    row = RunLog(run).metrics()[0]
+    assert row["teacher_kl/same"] == pytest.approx(0.0, abs=1e-3)
+    assert row["teacher_kl/other"] > 0.02  # 0.09 here: two near-uniform tiny models, but not the same one
+    assert row["teacher_kl/same"] < row["teacher_kl"] < row["teacher_kl/other"]
+    assert row["tokens/teacher"] > 0
+
+
 def test_resume_continues_after_the_last_checkpoint(tiny, tmp_path):
     run = tmp_path / "resume"
     config = base_config(run, mode="rl", student=str(tiny), steps=2)
