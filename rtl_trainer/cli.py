@@ -277,18 +277,30 @@ def demo(
     rl: Annotated[bool, typer.Option(help="Also run RL (reward only, no teacher) from the same weak student.")] = True,
     with_curriculum: Annotated[bool, typer.Option(help="Then also compare adaptive vs uniform problem sampling and evaluate refinement with grader feedback (opt-in, several more minutes).")] = False,
     seeds: Annotated[int, typer.Option(min=1, help="With N >= 2: then run distillation, RL and SFT from the same weak student on N seeds each (the demo's own runs are seed 0) and report the mean and spread (seeds.json, seeds.png; opt-in, several more minutes per seed).")] = 1,
+    two_teachers: Annotated[bool, typer.Option(help="Then also distil the weak student from two teachers, each SFT'd on half the problems, with teachers rules sending each problem to its own (two_teachers.json, two_teachers.png; opt-in, about 7 more minutes).")] = False,
+    kl_coef: Annotated[list[float] | None, typer.Option(help="With --seeds: also distil at this λ (kl_penalty_coef; repeatable) on every seed, as method distill-klλ (the demo's is 1).")] = None,
 ) -> None:
     """The mission in miniature, offline: tiny teacher SFT, weak student, on-policy
     distillation (and RL beside it), pass rates measured by the real simulator, and a plot."""
     from dataclasses import replace
 
-    from rtl_trainer.demo import DemoSettings, run_curriculum_demo, run_demo, run_seeds
+    from rtl_trainer.demo import (
+        DemoSettings,
+        run_curriculum_demo,
+        run_demo,
+        run_seeds,
+        run_two_teachers_demo,
+    )
 
     settings = DemoSettings() if rl else replace(DemoSettings(), rl_steps=0)
     summary = run_demo(out, settings, console=console)
+    settings = replace(settings, seeds_kl_coefs=tuple(kl_coef or ()))
     console.print(f"summary: {out / 'summary.json'}; plot: {summary['plot']}")
     if seeds > 1:
         run_seeds(out, seeds, settings, console=console)  # prints its tables and where seeds.json is
+    if two_teachers:
+        pair = run_two_teachers_demo(out, settings, console=console)
+        console.print(f"two teachers: {out / 'two_teachers.json'}; plot: {pair['plot']}")
     if with_curriculum:
         curriculum = run_curriculum_demo(out, settings, console=console)
         console.print(f"curriculum: {out / 'curriculum.json'}; plot: {curriculum['plot']}")

@@ -81,7 +81,7 @@ PINNED_ALL = {
     ],
     "rtl_trainer.demo": [
         "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "run_seeds",
-        "sft_stage", "train_stage",
+        "run_two_teachers_demo", "sft_stage", "train_stage",
     ],
     "rtl_trainer.errors": [
         "BackendUnavailableError", "CheckpointError", "CheckpointExistsError", "CheckpointNotFoundError",

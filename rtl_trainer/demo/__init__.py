@@ -15,12 +15,15 @@
 5. Measure pass rates with the real simulator before and after, and plot the runs.
 6. ``--seeds N``: distillation, RL and SFT on the reference solutions from the same weak
    student, on N seeds each, with the mean and spread of the pass rates and their compute.
+7. ``--two-teachers``: one student distilled from two teachers, each SFT'd on half the
+   problems, each problem routed to the teacher that knows it.
 
 Every stage writes a run directory; a stage whose outputs exist is not run again.
 
 Modules: ``settings`` (``DemoSettings``, the base config), ``stages`` (models, SFT,
 evaluation and training stages), ``main`` (``run_demo``), ``curriculum``
-(``run_curriculum_demo``) and ``seeds`` (``run_seeds``).
+(``run_curriculum_demo``), ``seeds`` (``run_seeds``) and ``two_teachers``
+(``run_two_teachers_demo``).
 """
 
 from rtl_trainer.demo.curriculum import run_curriculum_demo
@@ -28,8 +31,9 @@ from rtl_trainer.demo.main import run_demo
 from rtl_trainer.demo.seeds import run_seeds
 from rtl_trainer.demo.settings import DemoSettings, base_config
 from rtl_trainer.demo.stages import build_models, eval_stage, sft_stage, train_stage
+from rtl_trainer.demo.two_teachers import run_two_teachers_demo
 
 __all__ = [
     "DemoSettings", "base_config", "build_models", "eval_stage", "run_curriculum_demo", "run_demo", "run_seeds",
-    "sft_stage", "train_stage",
+    "run_two_teachers_demo", "sft_stage", "train_stage",
 ]

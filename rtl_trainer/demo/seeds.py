@@ -59,9 +59,21 @@ def seed_list(seeds: int | Sequence[int], s: DemoSettings) -> list[int]:
 
 
 def method_steps(s: DemoSettings) -> dict[str, int]:
-    """Each method and its steps (``rl`` only where the demo runs it; ``sft`` as distillation)."""
+    """Each method and its steps (``rl`` only where the demo runs it; ``sft`` as distillation;
+    ``distill-klC`` for each λ of ``seeds_kl_coefs``)."""
     steps = {"distill": s.distill_steps, "rl": s.rl_steps, "sft": s.distill_steps}
+    steps.update({kl_method(c): s.distill_steps for c in s.seeds_kl_coefs if c != s.kl_penalty_coef})
     return {method: n for method, n in steps.items() if n}
+
+
+def kl_method(coef: float) -> str:
+    """The method name of distillation at λ = ``coef`` (``distill-kl3``)."""
+    return f"distill-kl{coef:g}"
+
+
+def _kl_of(method: str, s: DemoSettings) -> float:
+    """λ of a distillation method (``distill``: the demo's)."""
+    return s.kl_penalty_coef if method == "distill" else float(method.removeprefix("distill-kl"))
 
 
 def run_dir_of(out: Path, method: str, seed: int, s: DemoSettings) -> Path:
@@ -114,9 +126,11 @@ def run_seeds(out: str | Path = "runs/demo", seeds: int | Sequence[int] = 3, set
             if method == "sft":
                 state = sft_stage(name, student_dir, n, out, config, s, console, source=TEACHER_SOURCE, start=weak,
                                   optimizer=sft_optimizer(s))
+            elif method.startswith("distill"):
+                state = train_stage("distill", weak, teacher, student_dir, n, out, config,
+                                    replace(s, kl_penalty_coef=_kl_of(method, s)), console, name=name)
             else:
-                state = train_stage(method, weak, teacher if method == "distill" else None, student_dir, n, out, config,
-                                    s, console, name=name)
+                state = train_stage(method, weak, None, student_dir, n, out, config, s, console, name=name)
             label = eval_label(method, seed, s)
             report = eval_stage(label, state, student_dir, out, config, s)
             records.append(_record(out, method, seed, n, run_dir, label, report))
@@ -125,7 +139,7 @@ def run_seeds(out: str | Path = "runs/demo", seeds: int | Sequence[int] = 3, set
     groups = {method: [r for r in records if r["method"] == method] for method in ("start", *steps)}
     stats = {method: _stats(rows) for method, rows in groups.items()}
     curves = {method: _curve([Path(r["run_dir"]) for r in rows]) for method, rows in groups.items()
-              if method in ("distill", "rl")}
+              if method.startswith("distill") or method == "rl"}
     plot = plot_bands(
         curves, out / "seeds.png", y="pass_rate",
         xs=(("tokens_sampled", "tokens sampled (cumulative)"),

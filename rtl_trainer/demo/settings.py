@@ -41,6 +41,9 @@ class DemoSettings:
     rl_lr: float = 8e-5
     rl_warmup_steps: int = 4
     kl_penalty_coef: float = 1.0
+    #: ``--seeds``: more distillation runs per seed at these λ (method ``distill-klC``), to
+    #: see whether the teacher's term is weighted too lightly or too heavily.
+    seeds_kl_coefs: tuple[float, ...] = ()
     eval_samples: int = 8
     #: The references simulate in about a second; a sampled infinite loop should not stall a step.
     grade_timeout_s: float = 10.0

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from rtl_trainer.demo import DemoSettings, run_demo, run_seeds
+from rtl_trainer.demo import DemoSettings, run_demo, run_seeds, run_two_teachers_demo
 from rtl_trainer.loop.runlog import RunLog
 
 pytestmark = pytest.mark.sandbox
@@ -21,9 +20,9 @@ pytestmark = pytest.mark.sandbox
 #: failures only: nothing simulates), one evaluation sample per problem.
 SETTINGS = DemoSettings(
     ids=("cvdp_gym_edge_detector_0001", "cvdp_gym_gray_converter_0001"), teacher_sft_steps=1, student_sft_steps=1,
-    distill_steps=2, rl_steps=2, groups_per_step=2, group_size=2, max_tokens=8, eval_samples=1,
+    distill_steps=2, rl_steps=2, groups_per_step=2, group_size=2, max_tokens=8, eval_samples=1, seeds_kl_coefs=(3.0,),
 )
-METHODS = ("start", "distill", "rl", "sft")
+METHODS = ("start", "distill", "rl", "sft", "distill-kl3")
 
 
 def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolchain):
@@ -52,9 +51,11 @@ def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolch
             assert run["eval"] == str(out / "evals" / f"seed{seed}" / f"student_{method}.json")
         config = json.loads((Path(run["run_dir"]) / "config.json").read_text())
         assert (config["seed"], config["steps"], config["student"]) == (seed, 2, weak), (seed, method)
-        assert config["mode"] == method
+        distill = method.startswith("distill")
+        assert config["mode"] == ("distill" if distill else method)
+        assert config["kl_penalty_coef"] == {"distill": 1.0, "distill-kl3": 3.0}.get(method, 0.0)
         assert config["teacher"] == (RunLog(out / "teacher-sft").last_checkpoint()["state_path"]
-                                     if method == "distill" else None)
+                                     if distill else None)
     sft = json.loads((out / "seeds" / "seed1" / "sft" / "config.json").read_text())
     assert sft["sft_source"] == "reference" and sft["mode"] == "sft"
     assert {k: sft[k] for k in summary["sft_optimizer"]} == summary["sft_optimizer"] == {
@@ -86,10 +87,10 @@ def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolch
             assert len(rows) == 2
             for key, name in (("sampled", "tokens_sampled"), ("teacher", "tokens_teacher"), ("trained", "tokens_trained")):
                 assert run[name] == rows[-1][f"total/tokens/{key}"]
-            assert run["tokens_sampled"] > 0 and (run["tokens_teacher"] > 0) == (method == "distill")
+            assert run["tokens_sampled"] > 0 and (run["tokens_teacher"] > 0) == method.startswith("distill")
     assert summary["stats"]["distill"]["tokens_sampled"] == pytest.approx(
         statistics.mean(runs[seed, "distill"]["tokens_sampled"] for seed in (0, 1)))
-    assert summary["curves"]["distill"]["step"] == [0, 1] and set(summary["curves"]) == {"distill", "rl"}
+    assert summary["curves"]["distill"]["step"] == [0, 1] and set(summary["curves"]) == {"distill", "rl", "distill-kl3"}
     assert json.loads((out / "seeds.json").read_text()) == json.loads(json.dumps(summary))
     assert (out / "seeds.png").stat().st_size > 10_000
 
@@ -100,7 +101,29 @@ def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolch
         metrics = out / "seeds" / "seed1" / method / "metrics.jsonl"
         lines = metrics.read_text().splitlines(keepends=True)
         metrics.write_text(lines[0] + "".join(lines))
-    started = time.monotonic()
+    outputs = sorted(p for p in out.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json") and p.name != "seeds.json")
+    stamps = [p.stat().st_mtime_ns for p in outputs]
     again = run_seeds(out, 2, SETTINGS, Console(quiet=True))
     assert again["runs"] == summary["runs"]
-    assert time.monotonic() - started < 15
+    assert [p.stat().st_mtime_ns for p in outputs] == stamps
+
+
+def test_two_teachers_each_trained_on_half_teach_their_own_half(tmp_path, toolchain):
+    out = tmp_path / "pair"
+    summary = run_two_teachers_demo(out, SETTINGS, Console(quiet=True))
+    first, second = SETTINGS.ids
+    assert summary["sets"] == {"a": [first], "b": [second]}
+    for name, ids in summary["sets"].items():  # each teacher SFT'd on its own half only
+        assert json.loads((out / f"teacher-{name}-sft" / "config.json").read_text())["ids"] == ids
+    config = json.loads((out / "distill-two-teachers" / "config.json").read_text())
+    states = {n: RunLog(out / f"teacher-{n}-sft").last_checkpoint()["state_path"] for n in ("a", "b")}
+    assert config["teacher"] is None
+    assert [(r["name"], r["model"], r["problems"]) for r in config["teachers"]] == [
+        ("a", states["a"], [first]), ("b", states["b"], [second])]
+    rows = RunLog(out / "distill-two-teachers").metrics()
+    assert len(rows) == SETTINGS.distill_steps and all({"teacher_kl/a", "teacher_kl/b"} <= set(r) for r in rows)
+    for label, rates in summary["pass_rate_by_set"].items():
+        report = json.loads((out / "evals" / f"{label if label != 'student_distilled' else 'student_distilled_two_teachers'}.json").read_text())
+        assert rates == {"a": report["per_problem"][first], "b": report["per_problem"][second]}
+    assert summary["teacher_kl"]["a"]["first_steps"] == rows[0]["teacher_kl/a"]
+    assert json.loads((out / "two_teachers.json").read_text()) == json.loads(json.dumps(summary))
