@@ -64,6 +64,8 @@ def main() -> None:
     base = base_config(demo, settings)
     _, student_dir = build_models(demo, base)
     weak = sft_stage("student-sft", student_dir, settings.student_sft_steps, demo, base, settings, console, source=STUDENT_SOURCE)
+    if not Path(weak).exists():  # recorded relative to where the demo ran: find it under --demo-dir
+        weak = str(demo / "student-sft" / "checkpoints" / Path(weak).name)
     out = Path(args.out)
     results: list[tuple[int, list[dict]]] = []
     for n in args.minibatches:
