@@ -65,6 +65,7 @@ class TrainConfig:
     loss_fn: str = field(default="auto", metadata={"help": "auto (default: importance_sampling on-policy, ppo off-policy), importance_sampling or ppo."})
     ppo_clip: float = field(default=0.2, metadata={"help": "ppo: the ratio is clipped to [1 - ppo_clip, 1 + ppo_clip]."})
     max_steps_off_policy: int = field(default=0, metadata={"help": "Sample the next N steps' rollouts while this step trains (0: strictly on-policy); throughput at the cost of staleness, which the clipped ppo loss bounds."})
+    num_minibatches: int = field(default=1, metadata={"help": "Split each step's groups into N minibatches: each goes to forward_backward as soon as its groups are graded (and, distilling, teacher-scored) while the others still grade, and one optim_step follows the last, so the update is the whole step's (groups_per_step must be divisible by N; 1: train once the whole step is graded)."})
     kl_penalty_coef: float = field(default=0.0, metadata={"help": "λ of the reverse-KL penalty −λ·(log p_student − log p_teacher) per token (distill; rtl-train distill uses 1.0 unless set)."})
     kl_discount_factor: float = field(default=0.0, metadata={"help": "Discount for summing future KL terms (0: per-token only)."})
     normalize_advantages_std: bool = field(default=False, metadata={"help": "Divide group advantages by the group's reward std."})
@@ -174,6 +175,13 @@ class TrainConfig:
             raise ConfigError("log_samples must be >= 0")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ConfigError("group_size and groups_per_step must be >= 1, steps >= 0")
+        if self.num_minibatches < 1:
+            raise ConfigError(f"num_minibatches must be >= 1, not {self.num_minibatches}")
+        if self.groups_per_step % self.num_minibatches:
+            raise ConfigError(
+                f"groups_per_step ({self.groups_per_step}) must be divisible by num_minibatches "
+                f"({self.num_minibatches}): each minibatch trains on the same number of groups"
+            )
 
     @property
     def trackers(self) -> list[str]:

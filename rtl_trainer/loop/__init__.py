@@ -1,6 +1,7 @@
 """The training loops and what they need around them, one concern a module.
 
-``train`` (RL and on-policy distillation, ``Trainer``), ``sft`` (supervised warm start),
+``train`` (RL and on-policy distillation, ``Trainer``), ``objective`` (a step's groups
+as datums), ``stream`` (streaming minibatches), ``sft`` (supervised warm start),
 ``evaluate`` (pass@k through the environments), ``envs`` (environment factory, problem
 selection, sampling parameters), ``curriculum`` (which problems a step draws), ``metrics``
 (per-step metrics of groups and rollouts), ``runlog`` (the run directory's JSONL logs).

@@ -4,12 +4,17 @@ One step: pick ``groups_per_step`` problems; sample ``group_size`` answers to ea
 the current student weights and grade them through the environment (overlapped); ask the
 teacher for log-probabilities of the sampled tokens (distillation); turn rewards into
 per-token advantages (reward − group mean, plus −λ·(log p_student − log p_teacher));
-submit ``forward_backward`` and ``optim_step`` back to back; refresh the sampler.
+submit ``forward_backward`` and ``optim_step`` back to back; refresh the sampler. With
+``num_minibatches`` N > 1 the groups reach training as they finish grading, and every
+``groups_per_step / N`` of them are submitted to ``forward_backward`` at once while the
+others still grade (``loop.stream``); the step's one ``optim_step`` follows the last.
 
 Answers whose grading failed for reasons not theirs (``info["infra_failure"]``, re-graded
 once by the rollouts) are left out of their group's mean and std and get no datum; when
 more than ``max_infra_frac`` of a step's answers failed so, the run stops with an
-``InfrastructureError`` after writing that step's metrics and a checkpoint.
+``InfrastructureError`` after writing that step's metrics and a checkpoint. The check needs
+the whole step, so with streaming it runs once the last group is in, before the last
+minibatch and the ``optim_step``: minibatches already submitted are never applied.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -39,18 +44,10 @@ from rtl_trainer.loop.envs import (
     sampling_params,
 )
 from rtl_trainer.loop.metrics import group_outcomes, infra_metrics, late_metrics, rollout_metrics
+from rtl_trainer.loop.objective import TeacherScore, step_datums, teacher_score
 from rtl_trainer.loop.runlog import RunLog
+from rtl_trainer.loop.stream import GroupStream, Minibatches
 from rtl_trainer.loop.teachers import Teacher, TeacherRouter, load_teachers
-from rtl_trainer.losses import (
-    AlignedLogprobs,
-    check_datum,
-    constant_group,
-    group_advantages,
-    kl_penalty,
-    pack_turns,
-    teacher_completion_logprobs,
-)
-from rtl_trainer.losses import Turn as LossTurn
 from rtl_trainer.rendering import get_renderer
 from rtl_trainer.rollouts import (
     EnvPool,
@@ -73,16 +70,6 @@ TOKEN_METRICS = {
 
 
 @dataclass
-class TeacherScore:
-    """The teacher's view of one sampled turn, and the tokens it processed to get it."""
-
-    aligned: AlignedLogprobs
-    tokens: int
-    #: The name of the teacher that scored it (``teacher_kl/NAME`` with several teachers).
-    teacher: str = ""
-
-
-@dataclass
 class Batch:
     """One step's graded rollouts, the sampler (weights ``version``) that drew them, and
     (distillation) the teacher's scoring of each turn, started as it arrived, by ``id(turn)``."""
@@ -95,6 +82,20 @@ class Batch:
     #: The problem sampler's state after observing this batch, and its metrics.
     sampler_state: dict[str, Any] | None = None
     sampler_metrics: dict[str, float] | None = None
+
+
+@dataclass
+class Collection:
+    """Step ``step``'s rollouts, being collected on the producer thread with the weights of
+    ``version``: the future ``Batch`` and, with ``num_minibatches`` > 1, the stream of its
+    groups as they finish (teacher scores, by ``id(turn)``, fill in as turns arrive)."""
+
+    step: int
+    version: int
+    sampler: SamplingClient
+    teacher_scores: dict[int, Future[TeacherScore]] | None
+    stream: GroupStream | None
+    batch: Future[Batch] = field(init=False)
 
 
 class Trainer:
@@ -161,7 +162,9 @@ class Trainer:
 
         With ``max_steps_off_policy`` = k > 0 the rollouts of the next k steps are sampled
         and graded on a producer thread while this step scores and trains, each with the
-        newest weights at the time it starts; a batch is at most k steps stale.
+        newest weights at the time it starts; a batch is at most k steps stale. Streaming
+        minibatches combine with it: a step's groups that were graded ahead of it train at
+        once, the others as they finish.
         """
         cfg = self.config
         for note in cfg.warnings():
@@ -195,21 +198,29 @@ class Trainer:
         sampler = training.save_weights_and_get_sampling_client(f"step{start:05d}")
         producer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rollouts")
         scorer = ThreadPoolExecutor(max_workers=max(1, cfg.teacher_workers), thread_name_prefix="teacher")
-        pending: deque[Future[Batch]] = deque()
+        pending: deque[Collection] = deque()
         submitted = start
         try:
             for step in range(start, cfg.steps):
                 while submitted < cfg.steps and submitted <= step + cfg.max_steps_off_policy:
-                    pending.append(producer.submit(
-                        self._collect, submitted, step, ids, sampler, renderer, pool, scorer,
-                    ))
+                    collection = Collection(
+                        submitted, step, sampler, {} if self.teachers is not None else None,
+                        GroupStream() if cfg.num_minibatches > 1 else None,
+                    )
+                    collection.batch = producer.submit(
+                        self._collect, collection, renderer, pool, scorer,
+                    )
+                    pending.append(collection)
                     submitted += 1
                 blocked_from = time.monotonic()
-                batch = pending.popleft().result()
-                sampler = self._train_step(step, batch, blocked_from, training)
+                collection = pending.popleft()
+                if collection.stream is None:
+                    sampler = self._train_step(step, collection.batch.result(), blocked_from, training)
+                else:
+                    sampler = self._train_streamed(step, collection, blocked_from, training)
         finally:
-            for future in pending:
-                future.cancel()
+            for collection in pending:
+                collection.batch.cancel()
             producer.shutdown(wait=True, cancel_futures=True)
             scorer.shutdown(wait=True, cancel_futures=True)
             if pool is not None:
@@ -218,66 +229,94 @@ class Trainer:
                 self.executor.close()
         return self.log
 
-    def _collect(self, step, version, ids, sampler, renderer, pool, scorer) -> Batch:
-        """Sample and grade step ``step``'s groups with the weights of ``version``; teacher
-        scoring of each sample starts as soon as it arrives, while grading runs."""
+    def _collect(self, c: Collection, renderer, pool, scorer) -> Batch:
+        """Sample and grade step ``c.step``'s groups with the weights of ``c.version``;
+        teacher scoring of each sample starts as soon as it arrives, while grading runs, and
+        each graded group goes to ``c.stream`` (closed when this returns or fails)."""
         cfg = self.config
         assert self.problem_sampler is not None
-        chosen = self.problem_sampler.choose(step)
-        params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + step)
-        scores: dict[int, Future[TeacherScore]] | None = None
-        on_turn = None
-        teachers = self.teachers
-        if teachers is not None:
-            scores = {}
+        try:
+            chosen = self.problem_sampler.choose(c.step)
+            params = sampling_params(cfg, renderer, seed=cfg.seed * 100_003 + c.step)
+            scores, on_turn, teachers = c.teacher_scores, None, self.teachers
+            if scores is not None and teachers is not None:
 
-            def on_turn(problem_id: str, turn: Turn) -> None:
-                scores[id(turn)] = scorer.submit(self._teacher_logprobs, turn, teachers.for_problem(problem_id))
-        if self.agentic:
-            groups, timing = collect_multi_turn(
-                chosen, make_env=self.make_env, sampler=sampler, renderer=renderer,
-                group_size=cfg.group_size, sampling_params=params, workers=cfg.grade_workers,
-                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
-            )
-        else:
-            groups, timing = collect_single_turn(
-                chosen, sampler=sampler, renderer=renderer, pool=pool, group_size=cfg.group_size,
-                sampling_params=params, grade_workers=self.grade_threads,
-                max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
-                grade_deadline_s=cfg.grade_deadline_s, late_answers=cfg.late_answers,
-            )
-        outcomes = group_outcomes(groups)
-        self.problem_sampler.observe(step, outcomes)
-        sampler_metrics = {**curriculum.by_group_metrics(outcomes), **self.problem_sampler.metrics()}
-        return Batch(version, sampler, groups, timing, scores, self.problem_sampler.state(), sampler_metrics)
+                def on_turn(problem_id: str, turn: Turn) -> None:
+                    scores[id(turn)] = scorer.submit(self._teacher_logprobs, turn, teachers.for_problem(problem_id))
+            on_group = c.stream.put if c.stream is not None else None
+            if self.agentic:
+                groups, timing = collect_multi_turn(
+                    chosen, make_env=self.make_env, sampler=c.sampler, renderer=renderer,
+                    group_size=cfg.group_size, sampling_params=params, workers=cfg.grade_workers,
+                    max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
+                    on_group=on_group,
+                )
+            else:
+                groups, timing = collect_single_turn(
+                    chosen, sampler=c.sampler, renderer=renderer, pool=pool, group_size=cfg.group_size,
+                    sampling_params=params, grade_workers=self.grade_threads,
+                    max_prompt_tokens=cfg.max_prompt_tokens, timeout_s=cfg.rollout_timeout_s, on_turn=on_turn,
+                    grade_deadline_s=cfg.grade_deadline_s, late_answers=cfg.late_answers, on_group=on_group,
+                )
+            outcomes = group_outcomes(groups)
+            self.problem_sampler.observe(c.step, outcomes)
+            sampler_metrics = {**curriculum.by_group_metrics(outcomes), **self.problem_sampler.metrics()}
+            return Batch(c.version, c.sampler, groups, timing, scores, self.problem_sampler.state(), sampler_metrics)
+        finally:
+            if c.stream is not None:
+                c.stream.close()
 
-    def _train_step(self, step: int, batch: Batch, blocked_from: float, training: TrainingClient) -> SamplingClient:
+    def _minibatches(
+        self, training: TrainingClient, sampler: SamplingClient, scores: dict[int, Future[TeacherScore]] | None
+    ) -> Minibatches:
+        cfg = self.config
+        clip = {"clip_low_threshold": cfg.ppo_clip, "clip_high_threshold": cfg.ppo_clip} if cfg.loss == "ppo" else None
+        return Minibatches(training, lambda groups: step_datums(cfg, groups, sampler, scores), cfg.loss, clip)
+
+    def _train_streamed(self, step: int, c: Collection, blocked_from: float, training: TrainingClient) -> SamplingClient:
+        """Train ``step`` on its groups as they finish grading: each ``groups_per_step /
+        num_minibatches`` of them go to ``forward_backward`` at once; the last minibatch
+        waits for the whole step, which ``_train_step`` checks for infrastructure first."""
+        cfg = self.config
+        size = cfg.groups_per_step // cfg.num_minibatches
+        minibatches = self._minibatches(training, c.sampler, c.teacher_scores)
+        held: list[Group] = []
+        sent = 0
+        assert c.stream is not None
+        for group in c.stream:
+            held.append(group)
+            if len(held) == size and sent < cfg.num_minibatches - 1:
+                minibatches.add(held)
+                held, sent = [], sent + 1
+        return self._train_step(step, c.batch.result(), blocked_from, training, minibatches, held)
+
+    def _train_step(
+        self, step: int, batch: Batch, blocked_from: float, training: TrainingClient,
+        minibatches: Minibatches | None = None, rest: list[Group] | None = None,
+    ) -> SamplingClient:
+        """Train on the step (``rest``: its groups not yet in one of ``minibatches``' calls;
+        without streaming, all of them), apply one ``optim_step``, log and checkpoint;
+        returns a sampler of the new weights. Over ``max_infra_frac`` it stops instead."""
         cfg = self.config
         infra = infra_metrics(batch.groups)
         if infra["grade/infra_frac"] > cfg.max_infra_frac:
             self._stop_for_infrastructure(step, batch, infra, training)
-        t_score = time.monotonic()
-        datums, stats = self.training_data(batch.groups, batch.sampler, batch.teacher_scores)
-        score_s = time.monotonic() - t_score
-        t_train = time.monotonic()
-        train_metrics: dict[str, float] = {}
-        loss = cfg.loss
-        if datums:
-            loss_config = {"clip_low_threshold": cfg.ppo_clip, "clip_high_threshold": cfg.ppo_clip} if loss == "ppo" else None
-            fb_future = training.forward_backward(datums, loss, loss_config)
-            opt_future = training.optim_step(types.AdamParams(learning_rate=cfg.lr_at(step)))
-            fb = fb_future.result()
-            opt_future.result()
-            train_metrics = {f"train/{k}": v for k, v in fb.metrics.items()}
+        if minibatches is None:
+            minibatches, rest = self._minibatches(training, batch.sampler, batch.teacher_scores), batch.groups
+        t_train, scored_before = time.monotonic(), minibatches.score_s
+        minibatches.add(rest or [])
+        train_metrics = minibatches.finish(types.AdamParams(learning_rate=cfg.lr_at(step)))
         sampler = training.save_weights_and_get_sampling_client(f"step{step + 1:05d}")
-        train_s = time.monotonic() - t_train
+        # Training the step still waited for once all of it was in (its scoring apart).
+        train_s = time.monotonic() - t_train - (minibatches.score_s - scored_before)
         step_s = time.monotonic() - blocked_from
         timing = batch.timing
         grade_wait = timing.grade_wait_after(blocked_from)
+        datums = minibatches.datums
         metrics = {
             **rollout_metrics(batch.groups),
             **(batch.sampler_metrics or {}),
-            **stats,
+            **minibatches.stats.metrics(per_teacher=bool(cfg.teachers)),
             **train_metrics,
             **self._accounting(batch, datums),
             "datums": len(datums),
@@ -285,10 +324,11 @@ class Trainer:
             "time/sample": timing.sample_s,
             "time/grade": timing.grade_s,
             "time/grade_wait": grade_wait,
-            "time/score": score_s,  # waiting on teacher scores and recomputed log-probs
+            "time/score": minibatches.score_s,  # waiting on teacher scores and recomputed log-probs
             "time/train": train_s,
             "time/step": step_s,
             "time/grade_wait_share": grade_wait / step_s if step_s else 0.0,
+            **minibatches.overlap_metrics(timing.graded_at),
             **late_metrics(batch.groups),
             **infra,
         }
@@ -307,7 +347,7 @@ class Trainer:
             f"step {step}: reward {metrics['env/all/reward/total']:.3f}, pass {metrics['env/all/pass_rate']:.2f}, "
             + (f"teacher_kl {metrics['teacher_kl']:.3f}, " if "teacher_kl" in metrics else "")
             + f"{step_s:.1f} s (sample {timing.sample_s:.1f}, grade wait {grade_wait:.1f}, "
-            + f"score {score_s:.1f}, train {train_s:.1f})"
+            + f"score {minibatches.score_s:.1f}, train {train_s:.1f})"
         )
         return sampler
 
@@ -369,97 +409,17 @@ class Trainer:
             out["cost/total_usd"] = self._totals["cost/total_usd"]
         return out
 
-    # -- objective ---------------------------------------------------------------------
+    # -- objective (rtl_trainer.loop.objective) ---------------------------------------
     def training_data(
         self,
         groups: list[Group],
         sampler: SamplingClient,
         teacher_scores: dict[int, Future[TeacherScore]] | None,
     ) -> tuple[list[types.Datum], dict[str, float]]:
-        """Datums for the loss, and teacher-KL statistics of the samples.
-
-        ``sampler`` is the one that drew the samples (its log-probs are the behaviour
-        policy's); ``teacher_scores`` (distillation) holds the teacher's scoring of each
-        turn, by ``id(turn)``, as ``Batch`` carries it.
-        A multi-turn episode becomes one datum when each prompt extends the previous prompt
-        and action, and one datum per turn otherwise (``pack_turns``).
-        """
-        cfg = self.config
-        datums: list[types.Datum] = []
-        kl_sum = kl_tokens = aligned_sum = 0.0
-        aligned_n = dropped = 0
-        per_teacher: dict[str, list[float]] = {}  # name -> [KL sum, tokens]
-        for group in groups:
-            rollouts = [r for r in group.rollouts if not r.excluded and r.turns]
-            if not rollouts:
-                continue
-            rewards = [r.reward for r in rollouts]
-            if cfg.drop_constant_groups and constant_group(rewards) and teacher_scores is None:
-                dropped += 1
-                continue
-            advantages = group_advantages(rewards, normalize_std=cfg.normalize_advantages_std)
-            for rollout, advantage in zip(rollouts, advantages, strict=True):
-                turns: list[LossTurn] = []
-                for turn in rollout.turns:
-                    n = len(turn.completion_tokens)
-                    if n == 0:
-                        continue
-                    behaviour, policy = self._sampler_logprobs(turn, sampler)
-                    token_adv = [advantage] * n
-                    if teacher_scores is not None:
-                        score = teacher_scores[id(turn)].result()
-                        aligned = score.aligned
-                        adjust, kl = kl_penalty(
-                            policy, aligned.values, [True] * n,
-                            coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor,
-                        )
-                        token_adv = [a + b for a, b in zip(token_adv, adjust, strict=True)]
-                        kl_sum += kl["teacher_kl"] * kl["teacher_kl_tokens"]
-                        kl_tokens += kl["teacher_kl_tokens"]
-                        mine = per_teacher.setdefault(score.teacher, [0.0, 0.0])
-                        mine[0] += kl["teacher_kl"] * kl["teacher_kl_tokens"]
-                        mine[1] += kl["teacher_kl_tokens"]
-                        aligned_sum += aligned.aligned_fraction
-                        aligned_n += 1
-                    turns.append(LossTurn(turn.prompt_tokens, turn.completion_tokens, behaviour, token_adv))
-                for datum in pack_turns(turns):
-                    check_datum(datum, cfg.loss)
-                    datums.append(datum)
-        stats: dict[str, float] = {"groups_dropped": dropped}
-        if kl_tokens:
-            stats["teacher_kl"] = kl_sum / kl_tokens
-        if self.config.teachers:  # several teachers: the KL to each, over its own tokens
-            for name, (total, tokens) in sorted(per_teacher.items()):
-                if tokens:
-                    stats[f"teacher_kl/{name}"] = total / tokens
-        if aligned_n:
-            stats["teacher_aligned_fraction"] = aligned_sum / aligned_n
-        return datums, stats
-
-    def _sampler_logprobs(self, turn: Turn, sampler: SamplingClient) -> tuple[list[float], list[float]]:
-        """``(behaviour, policy)`` log-probs of the sampled tokens.
-
-        ``behaviour``: what the sampler reported, the distribution the tokens were really
-        drawn from (at the sampling temperature); the importance ratio divides by it, so
-        samples drawn below temperature 1 are reweighted to the temperature-1 policy instead
-        of being treated as its own. ``policy``: the same weights at temperature 1, which the
-        KL term compares with the teacher (recomputed when the temperature was not 1).
-        """
-        n = len(turn.completion_tokens)
-        reported = turn.completion_logprobs if len(turn.completion_logprobs) == n else None
-        if reported is not None and self.config.temperature == 1.0:
-            return reported, reported
-        full = types.ModelInput.from_ints(turn.prompt_tokens + turn.completion_tokens)
-        values = sampler.compute_logprobs(full).result()
-        policy = [v if v is not None else 0.0 for v in values[-n:]]
-        return (reported if reported is not None else policy), policy
+        """Datums for the loss, and teacher-KL statistics of the samples (``step_datums``)."""
+        datums, stats = step_datums(self.config, groups, sampler, teacher_scores)
+        return datums, stats.metrics(per_teacher=bool(self.config.teachers))
 
     def _teacher_logprobs(self, turn: Turn, teacher: Teacher) -> TeacherScore:
-        """Teacher log-probs of the student's sampled tokens, scored with the teacher's own
-        template; mapped by character spans when the tokenizers differ."""
-        prompt = teacher.renderer.build_generation_prompt(turn.messages, tools=turn.tools)
-        if self.config.max_prompt_tokens and len(prompt) > self.config.max_prompt_tokens:
-            prompt = prompt[-self.config.max_prompt_tokens:]
-        plan = teacher.aligner.plan(turn.completion_tokens)
-        aligned = plan.map(teacher_completion_logprobs(teacher.client, prompt, plan.teacher_tokens))
-        return TeacherScore(aligned, len(prompt) + len(plan.teacher_tokens), teacher.name)
+        """The scoring of one sampled turn by its problem's teacher (on the scorer threads)."""
+        return teacher_score(self.config, teacher.aligner, turn, teacher.client, teacher.renderer, teacher.name)

@@ -10,6 +10,10 @@ Infrastructure failures (``info["infra_failure"]``: the grading machinery failed
 answer) are re-graded once with the same answer (never resampled); one that fails again
 is ``Rollout.infra_failed`` and left out of the group (``excluded``). A late verdict is
 not re-graded: ``late_answers`` decides what it becomes.
+
+``on_group`` hands each group over as soon as all of its answers are settled (sampled and
+graded, or failed), in the order groups finish, so a trainer can start on them while the
+others are still grading (streaming minibatches).
 """
 
 from __future__ import annotations
@@ -177,6 +181,55 @@ GRADING_FAILED = "grading failed"
 #: Called with each sampled turn, and the problem it answers, as soon as it exists (e.g. to
 #: start teacher scoring, by that problem's teacher, while grading runs).
 OnTurn = Callable[[str, Turn], None]
+#: Called (from whichever thread settled its last answer) with each group once every one of
+#: its answers is settled; each group exactly once.
+OnGroup = Callable[[Group], None]
+
+
+class _Settler:
+    """Records each answer's verdict exactly once (from its grading thread, or as a failure
+    from the collecting thread when waiting for it timed out) and calls ``on_group`` when
+    the last answer of a group whose sampling is over settles."""
+
+    def __init__(self, on_group: OnGroup | None, late_answers: str) -> None:
+        self._on_group = on_group
+        self._late_answers = late_answers
+        self._lock = threading.Lock()
+        self._open: dict[int, int] = {}  # id(group) -> answers unsettled, +1 while sampling
+        self._settled: set[int] = set()
+
+    def sampling(self, group: Group) -> None:
+        with self._lock:
+            self._open[id(group)] = 1
+
+    def expect(self, group: Group) -> None:
+        with self._lock:
+            self._open[id(group)] += 1
+
+    def sampled(self, group: Group) -> None:
+        self._release(group)
+
+    def settle(
+        self, group: Group, rollout: Rollout, verdict: tuple[float, dict[str, Any], bool] | None, error: str | None
+    ) -> None:
+        with self._lock:
+            if id(rollout) in self._settled:
+                return
+            self._settled.add(id(rollout))
+            if verdict is None:
+                rollout.error = error
+            else:
+                rollout.reward, rollout.info, rollout.retried = verdict
+                if rollout.info.get("late") and self._late_answers == "drop":
+                    rollout.error = LATE
+        self._release(group)
+
+    def _release(self, group: Group) -> None:
+        with self._lock:
+            self._open[id(group)] -= 1
+            done = self._open[id(group)] == 0
+        if done and self._on_group is not None:
+            self._on_group(group)
 
 
 def _truncate(tokens: list[int], limit: int | None) -> list[int]:
@@ -197,6 +250,7 @@ def collect_single_turn(
     on_turn: OnTurn | None = None,
     grade_deadline_s: float | None = None,
     late_answers: str = "drop",
+    on_group: OnGroup | None = None,
 ) -> tuple[list[Group], RolloutTiming]:
     """Sample ``group_size`` answers per problem and grade them, overlapping the two.
 
@@ -204,9 +258,11 @@ def collect_single_turn(
     (so the step waits at most that long after its last sample); a late one is scored
     ``timeout`` by the env (``info["late"]``) and, with ``late_answers="drop"``, left out.
     An infrastructure failure is graded once more (``EnvPool.score_with_retry``).
+    ``on_group``: see ``OnGroup``; the returned groups keep the order of ``problem_ids``.
     """
     timing = RolloutTiming(started_at=time.monotonic())
     lock = threading.Lock()
+    settler = _Settler(on_group, late_answers)
     requests = []
     for pid in problem_ids:
         messages = pool.messages(pid)
@@ -215,24 +271,30 @@ def collect_single_turn(
         requests.append((pid, messages, prompt, future))
 
     groups: list[Group] = []
-    grading: list[tuple[Rollout, Future[tuple[float, dict[str, Any], bool]]]] = []
+    grading: list[tuple[Group, Rollout, Future[None]]] = []
 
-    def timed_score(pid: str, text: str, deadline: float | None) -> tuple[float, dict[str, Any], bool]:
+    def grade(group: Group, rollout: Rollout, text: str, deadline: float | None) -> None:
         t0 = time.monotonic()
+        verdict, error = None, None
         try:
-            return pool.score_with_retry(pid, text, deadline)
+            verdict = pool.score_with_retry(rollout.problem_id, text, deadline)
+        except Exception as exc:  # a second failure: the answer is left out, the run goes on
+            error = f"{GRADING_FAILED}: {type(exc).__name__}: {exc}"
         finally:
             with lock:
                 timing.grade_s += time.monotonic() - t0
+        settler.settle(group, rollout, verdict, error)
 
     with ThreadPoolExecutor(max_workers=max(1, grade_workers)) as executor:
         for pid, messages, prompt, future in requests:
             group = Group(pid, [])
             groups.append(group)
+            settler.sampling(group)
             try:
                 response = future.result(timeout=timeout_s)
             except (TimeoutError, Exception) as exc:  # a failed request must not end the run
                 group.rollouts.append(Rollout(pid, [], error=f"sampling failed: {type(exc).__name__}: {exc}"))
+                settler.sampled(group)
                 continue
             for sequence in response.sequences:
                 tokens = list(sequence.tokens)
@@ -240,19 +302,18 @@ def collect_single_turn(
                 turn = Turn(prompt, tokens, list(sequence.logprobs or []), text, messages)
                 rollout = Rollout(pid, [turn])
                 group.rollouts.append(rollout)
+                settler.expect(group)
                 deadline = None if grade_deadline_s is None else time.time() + grade_deadline_s
-                grading.append((rollout, executor.submit(timed_score, pid, text, deadline)))
+                grading.append((group, rollout, executor.submit(grade, group, rollout, text, deadline)))
                 if on_turn is not None:
                     on_turn(pid, turn)
+            settler.sampled(group)  # after on_turn: a group handed over has every turn announced
         timing.sampled_at = time.monotonic()
-        for rollout, future in grading:
+        for group, rollout, future in grading:
             try:
-                rollout.reward, rollout.info, rollout.retried = future.result(timeout=timeout_s)
-            except (TimeoutError, Exception) as exc:
-                rollout.error = f"{GRADING_FAILED}: {type(exc).__name__}: {exc}"
-                continue
-            if rollout.info.get("late") and late_answers == "drop":
-                rollout.error = LATE
+                future.result(timeout=timeout_s)
+            except (TimeoutError, Exception) as exc:  # no verdict in time: failed (a late one is ignored)
+                settler.settle(group, rollout, None, f"{GRADING_FAILED}: {type(exc).__name__}: {exc}")
     timing.graded_at = time.monotonic()
     return groups, timing
 
@@ -308,8 +369,10 @@ def collect_multi_turn(
     max_prompt_tokens: int | None = None,
     timeout_s: float = 600.0,
     on_turn: OnTurn | None = None,
+    on_group: OnGroup | None = None,
 ) -> tuple[list[Group], RolloutTiming]:
-    """Agentic episodes, ``group_size`` per problem, run on ``workers`` threads."""
+    """Agentic episodes, ``group_size`` per problem, run on ``workers`` threads; a group is
+    complete (and handed to ``on_group``) when its last episode ends."""
     start = time.monotonic()
 
     def episode(pid: str, index: int) -> Rollout:
@@ -329,8 +392,23 @@ def collect_multi_turn(
         finally:
             env.close()
 
+    groups = [Group(pid, []) for pid in problem_ids]
+    lock = threading.Lock()
+    unfinished = {id(group): group_size for group in groups}
+
+    def finished(group: Group, futures: list[Future[Rollout]]) -> None:
+        with lock:
+            unfinished[id(group)] -= 1
+            if unfinished[id(group)]:
+                return
+        group.rollouts = [f.result() for f in futures]  # episode() never raises
+        if on_group is not None:
+            on_group(group)
+
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
-        futures = {pid: [executor.submit(episode, pid, i) for i in range(group_size)] for pid in problem_ids}
-        groups = [Group(pid, [f.result() for f in fs]) for pid, fs in futures.items()]
+        for group in groups:
+            futures = [executor.submit(episode, group.problem_id, i) for i in range(group_size)]
+            for future in futures:
+                future.add_done_callback(lambda _, group=group, futures=futures: finished(group, futures))
     end = time.monotonic()
     return groups, RolloutTiming(started_at=start, sampled_at=end, graded_at=end)
