@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rtl_trainer.errors import ConfigError
 from rtl_trainer.loop.runlog import RunLog
@@ -40,14 +41,7 @@ def plot_runs(
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, title)
 
 
 def plot_bands(
@@ -105,8 +99,15 @@ def plot_bands(
     if ylim:
         for ax in axes[0]:
             ax.set_ylim(*ylim)
+    return save_figure(fig, out, title, fontsize=10)
+
+
+def save_figure(fig: Any, out: str | Path, title: str | None = None, *, fontsize: float | None = None) -> Path:
+    """Title, lay out and write ``fig`` to ``out`` (its folder created), then free it."""
+    import matplotlib.pyplot as plt
+
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=fontsize)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

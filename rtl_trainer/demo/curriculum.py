@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings, base_config
-from rtl_trainer.demo.stages import build_models, eval_stage, sft_stage, train_stage
+from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings
+from rtl_trainer.demo.stages import build_models, eval_stage, open_demo, sft_stage, train_stage
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.plot import plot_runs
 
@@ -24,11 +24,7 @@ def run_curriculum_demo(out: str | Path = "runs/demo", settings: DemoSettings | 
     (pass@1 after 1 and after ``refine_attempts`` answers with grader feedback). Reuses
     the main demo's models and weak student (building them if absent); writes
     ``curriculum.json`` and ``curriculum.png``."""
-    s = settings or DemoSettings()
-    console = console or Console()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    base = base_config(out, s)
+    s, console, out, base = open_demo(out, settings, console)
     started = time.monotonic()
     _, student_dir = build_models(out, base)
     weak = sft_stage("student-sft", student_dir, s.student_sft_steps, out, base, s, console, source=STUDENT_SOURCE)

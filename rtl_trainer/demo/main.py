@@ -11,19 +11,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings, base_config
-from rtl_trainer.demo.stages import build_models, eval_stage, sft_stage, train_stage
+from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings
+from rtl_trainer.demo.stages import build_models, eval_stage, open_demo, sft_stage, train_stage
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.plot import plot_runs
 
 
 def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) every stage and return the summary written to ``summary.json``."""
-    s = settings or DemoSettings()
-    console = console or Console()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    base = base_config(out, s)
+    s, console, out, base = open_demo(out, settings, console)
     times: dict[str, float] = {}
     started = time.monotonic()
     t = time.monotonic()

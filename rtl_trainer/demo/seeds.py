@@ -36,8 +36,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rtl_trainer.demo.settings import STUDENT_SOURCE, TEACHER_SOURCE, DemoSettings, base_config
-from rtl_trainer.demo.stages import build_models, eval_stage, sft_stage, train_stage
+from rtl_trainer.demo.settings import STUDENT_SOURCE, TEACHER_SOURCE, DemoSettings
+from rtl_trainer.demo.stages import build_models, eval_stage, open_demo, sft_stage, train_stage
 from rtl_trainer.errors import ConfigError
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.plot import plot_bands
@@ -101,12 +101,8 @@ def sft_optimizer(s: DemoSettings) -> dict[str, Any]:
 def run_seeds(out: str | Path = "runs/demo", seeds: int | Sequence[int] = 3, settings: DemoSettings | None = None,
               console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) every method on every seed; return the summary written to ``seeds.json``."""
-    s = settings or DemoSettings()
-    console = console or Console()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    s, console, out, base = open_demo(out, settings, console)
     chosen = seed_list(seeds, s)
-    base = base_config(out, s)
     started = time.monotonic()
     teacher_dir, student_dir = build_models(out, base)
     teacher = sft_stage("teacher-sft", teacher_dir, s.teacher_sft_steps, out, base, s, console)

@@ -12,13 +12,23 @@ from rich.console import Console
 
 from rtl_trainer.backends.local import LocalServiceClient
 from rtl_trainer.config import TrainConfig
-from rtl_trainer.demo.settings import FAMILY, SFT_SOURCES, TEACHER_SOURCE, DemoSettings
+from rtl_trainer.demo.settings import FAMILY, SFT_SOURCES, TEACHER_SOURCE, DemoSettings, base_config
 from rtl_trainer.loop.evaluate import evaluate
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.loop.sft import run_sft, supervised_examples
 from rtl_trainer.loop.train import Trainer
 from rtl_trainer.models import CompactVocab, save_tiny, tiny_model
 from rtl_trainer.rendering import get_renderer, offline_tokenizer
+
+
+def open_demo(out: str | Path, settings: DemoSettings | None, console: Console | None
+              ) -> tuple[DemoSettings, Console, Path, TrainConfig]:
+    """The settings (the defaults if none), a console, the run directory (created) and the
+    base config every part of the demo starts from."""
+    s = settings or DemoSettings()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return s, console or Console(), out, base_config(out, s)
 
 
 def build_models(out: Path, config: TrainConfig) -> tuple[Path, Path]:

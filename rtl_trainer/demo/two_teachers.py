@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings, base_config
-from rtl_trainer.demo.stages import build_models, eval_stage, sft_stage, train_stage
+from rtl_trainer.demo.stages import build_models, eval_stage, open_demo, sft_stage, train_stage
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.plot import plot_runs
 
@@ -40,11 +40,7 @@ def _set_rate(report: dict[str, Any], ids: list[str]) -> float:
 def run_two_teachers_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None,
                           console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the two-teacher stages and return what ``two_teachers.json`` holds."""
-    s = settings or DemoSettings()
-    console = console or Console()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    base = base_config(out, s)
+    s, console, out, base = open_demo(out, settings, console)
     started = time.monotonic()
     times: dict[str, float] = {}
     teacher_dir, student_dir = build_models(out, base)
