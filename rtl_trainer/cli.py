@@ -51,7 +51,7 @@ SAMPLING = ("group_size", "groups_per_step", "learning_rate", "lora_rank", "max_
 LOSS = ("loss_fn", "max_steps_off_policy", "num_minibatches", "lr_warmup_steps", "run_dir", "seed")
 TRACKING = ("log_to", "wandb_project", "mlflow_tracking_uri", "mlflow_experiment", "log_checkpoints")
 RL_OPTIONS = (*COMMON, *SAMPLING, *LOSS, *GRADING, *TRACKING)
-DISTILL_OPTIONS = ("backend", "student", "teacher", "env", "dataset", "steps", *SAMPLING, "kl_penalty_coef", "kl_discount_factor", *LOSS, *GRADING, *TRACKING)
+DISTILL_OPTIONS = ("backend", "student", "teacher", "env", "dataset", "steps", *SAMPLING, "kl_penalty_coef", "reward_coef", "kl_discount_factor", *LOSS, *GRADING, *TRACKING)
 SFT_OPTIONS = (*COMMON, "learning_rate", "lora_rank", "batch_size", "run_dir", "seed", *TRACKING)
 EVAL_OPTIONS = ("backend", "env", "dataset", "max_tokens")
 
@@ -278,6 +278,7 @@ def demo(
     with_curriculum: Annotated[bool, typer.Option(help="Then also compare adaptive vs uniform problem sampling and evaluate refinement with grader feedback (opt-in, several more minutes).")] = False,
     seeds: Annotated[int, typer.Option(min=1, help="With N >= 2: then run distillation, RL and SFT from the same weak student on N seeds each (the demo's own runs are seed 0) and report the mean and spread (seeds.json, seeds.png; opt-in, several more minutes per seed).")] = 1,
     two_teachers: Annotated[bool, typer.Option(help="Then also distil the weak student from two teachers, each SFT'd on half the problems, with teachers rules sending each problem to its own (two_teachers.json, two_teachers.png; opt-in, about 7 more minutes).")] = False,
+    kl_only: Annotated[bool, typer.Option(help="With --seeds: also pure on-policy distillation on every seed (the teacher's KL alone, no reward; method distill-kl-only).")] = False,
     kl_coef: Annotated[list[float] | None, typer.Option(help="With --seeds: also distil at this λ (kl_penalty_coef; repeatable) on every seed, as method distill-klλ (the demo's is 1).")] = None,
 ) -> None:
     """The mission in miniature, offline: tiny teacher SFT, weak student, on-policy
@@ -294,7 +295,7 @@ def demo(
 
     settings = DemoSettings() if rl else replace(DemoSettings(), rl_steps=0)
     summary = run_demo(out, settings, console=console)
-    settings = replace(settings, seeds_kl_coefs=tuple(kl_coef or ()))
+    settings = replace(settings, seeds_kl_coefs=tuple(kl_coef or ()), seeds_kl_only=kl_only)
     console.print(f"summary: {out / 'summary.json'}; plot: {summary['plot']}")
     if seeds > 1:
         run_seeds(out, seeds, settings, console=console)  # prints its tables and where seeds.json is

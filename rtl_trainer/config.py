@@ -67,6 +67,7 @@ class TrainConfig:
     max_steps_off_policy: int = field(default=0, metadata={"help": "Sample the next N steps' rollouts while this step trains (0: strictly on-policy); throughput at the cost of staleness, which the clipped ppo loss bounds."})
     num_minibatches: int = field(default=1, metadata={"help": "Split each step's groups into N minibatches: each goes to forward_backward as soon as its groups are graded (and, distilling, teacher-scored) while the others still grade, and one optim_step follows the last, so the update is the whole step's (groups_per_step must be divisible by N; 1: train once the whole step is graded)."})
     kl_penalty_coef: float = field(default=0.0, metadata={"help": "λ of the reverse-KL penalty −λ·(log p_student − log p_teacher) per token (distill; rtl-train distill uses 1.0 unless set)."})
+    reward_coef: float = field(default=1.0, metadata={"help": "Weight of the environment's reward in the advantage (reward − group mean); 0 with distill is pure on-policy distillation (the teacher's KL alone, as tinker-cookbook's), 1 adds both."})
     kl_discount_factor: float = field(default=0.0, metadata={"help": "Discount for summing future KL terms (0: per-token only)."})
     normalize_advantages_std: bool = field(default=False, metadata={"help": "Divide group advantages by the group's reward std."})
     drop_constant_groups: bool = field(default=False, metadata={"help": "Leave out groups whose rewards are all equal (no RL signal)."})
@@ -139,6 +140,10 @@ class TrainConfig:
         parse_rules(self.teachers)
         if self.loss_fn not in ("auto", "importance_sampling", "ppo"):
             raise ConfigError(f"loss_fn must be auto, importance_sampling or ppo, not {self.loss_fn!r}")
+        if self.reward_coef < 0:
+            raise ConfigError(f"reward_coef must be >= 0, not {self.reward_coef}")
+        if self.mode == "rl" and self.reward_coef == 0:
+            raise ConfigError("rl with reward_coef 0 has nothing to learn from (no reward, no teacher)")
         if self.max_steps_off_policy < 0:
             raise ConfigError("max_steps_off_policy must be >= 0")
         unknown_prices = sorted(set(self.prices or {}) - set(PRICE_KEYS))

@@ -63,7 +63,13 @@ def method_steps(s: DemoSettings) -> dict[str, int]:
     ``distill-klC`` for each λ of ``seeds_kl_coefs``)."""
     steps = {"distill": s.distill_steps, "rl": s.rl_steps, "sft": s.distill_steps}
     steps.update({kl_method(c): s.distill_steps for c in s.seeds_kl_coefs if c != s.kl_penalty_coef})
+    if s.seeds_kl_only:
+        steps[KL_ONLY] = s.distill_steps
     return {method: n for method, n in steps.items() if n}
+
+
+#: Pure on-policy distillation: the teacher's KL alone, no reward (``reward_coef`` 0).
+KL_ONLY = "distill-kl-only"
 
 
 def kl_method(coef: float) -> str:
@@ -72,8 +78,8 @@ def kl_method(coef: float) -> str:
 
 
 def _kl_of(method: str, s: DemoSettings) -> float:
-    """λ of a distillation method (``distill``: the demo's)."""
-    return s.kl_penalty_coef if method == "distill" else float(method.removeprefix("distill-kl"))
+    """λ of a distillation method (``distill`` and ``distill-kl-only``: the demo's)."""
+    return s.kl_penalty_coef if method in ("distill", KL_ONLY) else float(method.removeprefix("distill-kl"))
 
 
 def run_dir_of(out: Path, method: str, seed: int, s: DemoSettings) -> Path:
@@ -123,7 +129,8 @@ def run_seeds(out: str | Path = "runs/demo", seeds: int | Sequence[int] = 3, set
                 state = sft_stage(name, student_dir, n, out, config, s, console, source=TEACHER_SOURCE, start=weak,
                                   optimizer=sft_optimizer(s))
             elif method.startswith("distill"):
-                state = train_stage("distill", weak, teacher, student_dir, n, out, config,
+                state = train_stage("distill", weak, teacher, student_dir, n, out,
+                                    replace(config, reward_coef=0.0 if method == KL_ONLY else 1.0),
                                     replace(s, kl_penalty_coef=_kl_of(method, s)), console, name=name)
             else:
                 state = train_stage(method, weak, None, student_dir, n, out, config, s, console, name=name)

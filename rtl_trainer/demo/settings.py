@@ -44,6 +44,9 @@ class DemoSettings:
     #: ``--seeds``: more distillation runs per seed at these λ (method ``distill-klC``), to
     #: see whether the teacher's term is weighted too lightly or too heavily.
     seeds_kl_coefs: tuple[float, ...] = ()
+    #: ``--seeds``: also pure on-policy distillation per seed (the teacher's KL alone, no
+    #: reward: ``reward_coef`` 0), method ``distill-kl-only``.
+    seeds_kl_only: bool = False
     eval_samples: int = 8
     #: The references simulate in about a second; a sampled infinite loop should not stall a step.
     grade_timeout_s: float = 10.0

@@ -1,7 +1,7 @@
 """A step's objective: graded groups become datums for the loss.
 
-Advantage = reward − group mean (options: divide by the group's std, drop constant
-groups), plus in distillation −λ·(log p_student − log p_teacher) per sampled token. The
+Advantage = ``reward_coef`` × (reward − group mean) (options: divide by the group's std,
+drop constant groups), plus in distillation −λ·(log p_student − log p_teacher) per sampled token. The
 advantages are per group, so datums built a few groups at a time (streaming minibatches)
 are the datums of the whole step; ``DatumStats`` keeps sums so their statistics add up too.
 """
@@ -112,6 +112,7 @@ def step_datums(
             stats.groups_dropped += 1
             continue
         advantages = group_advantages(rewards, normalize_std=cfg.normalize_advantages_std)
+        advantages = [cfg.reward_coef * a for a in advantages]
         for rollout, advantage in zip(rollouts, advantages, strict=True):
             turns: list[LossTurn] = []
             for turn in rollout.turns:

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.sandbox
 SETTINGS = DemoSettings(
     ids=("cvdp_gym_edge_detector_0001", "cvdp_gym_gray_converter_0001"), teacher_sft_steps=1, student_sft_steps=1,
     distill_steps=2, rl_steps=2, groups_per_step=2, group_size=2, max_tokens=8, eval_samples=1, seeds_kl_coefs=(3.0,),
+    seeds_kl_only=True,
 )
-METHODS = ("start", "distill", "rl", "sft", "distill-kl3")
+METHODS = ("start", "distill", "rl", "sft", "distill-kl3", "distill-kl-only")
 
 
 def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolchain):
@@ -53,7 +54,8 @@ def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolch
         assert (config["seed"], config["steps"], config["student"]) == (seed, 2, weak), (seed, method)
         distill = method.startswith("distill")
         assert config["mode"] == ("distill" if distill else method)
-        assert config["kl_penalty_coef"] == {"distill": 1.0, "distill-kl3": 3.0}.get(method, 0.0)
+        assert config["kl_penalty_coef"] == {"distill": 1.0, "distill-kl3": 3.0, "distill-kl-only": 1.0}.get(method, 0.0)
+        assert config["reward_coef"] == (0.0 if method == "distill-kl-only" else 1.0)
         assert config["teacher"] == (RunLog(out / "teacher-sft").last_checkpoint()["state_path"]
                                      if distill else None)
     sft = json.loads((out / "seeds" / "seed1" / "sft" / "config.json").read_text())
@@ -90,7 +92,7 @@ def test_three_methods_on_two_seeds_from_the_demos_weak_student(tmp_path, toolch
             assert run["tokens_sampled"] > 0 and (run["tokens_teacher"] > 0) == method.startswith("distill")
     assert summary["stats"]["distill"]["tokens_sampled"] == pytest.approx(
         statistics.mean(runs[seed, "distill"]["tokens_sampled"] for seed in (0, 1)))
-    assert summary["curves"]["distill"]["step"] == [0, 1] and set(summary["curves"]) == {"distill", "rl", "distill-kl3"}
+    assert summary["curves"]["distill"]["step"] == [0, 1] and set(summary["curves"]) == {"distill", "rl", "distill-kl3", "distill-kl-only"}
     assert json.loads((out / "seeds.json").read_text()) == json.loads(json.dumps(summary))
     assert (out / "seeds.png").stat().st_size > 10_000
 

@@ -75,10 +75,10 @@ def graded_group(sandbox, answers: dict[str, str], names: list[str], tokenizer) 
 
 def trainer(tiny: Path, run: Path, **changes) -> tuple[Trainer, LocalServiceClient]:
     service = LocalServiceClient(load_tokenizer(str(tiny)), workdir=run, full_finetune=True)
-    config = TrainConfig(
-        mode="rl", backend="local", student=str(tiny), renderer="qwen3_instruct", ids=[PROBLEM_ID],
-        full_finetune=True, run_dir=str(run), save_every=0, normalize_advantages_std=True, **changes,
-    )
+    config = TrainConfig(**{
+        "mode": "rl", "backend": "local", "student": str(tiny), "renderer": "qwen3_instruct", "ids": [PROBLEM_ID],
+        "full_finetune": True, "run_dir": str(run), "save_every": 0, "normalize_advantages_std": True, **changes,
+    })
     return Trainer(config, service, make_env=lambda: gym.make("CVDP-SingleShot-v0", ids=[PROBLEM_ID], cache=False)), service
 
 
@@ -108,6 +108,23 @@ def test_an_injected_infra_failure_leaves_the_group_as_without_that_answer(sandb
     assert infra_metrics([with_failure]) == {
         "grade/infra_failed": 1, "grade/infra_frac": 0.25, "grade/infra_retried": 1,
     }
+
+
+def test_reward_coef_weighs_the_rewards_advantage(sandbox, tiny, answers, tmp_path):
+    """``reward_coef`` scales the reward's part of the advantage (0: none, as pure on-policy
+    distillation has), on the same graded group."""
+    tokenizer = load_tokenizer(str(tiny))
+    group = graded_group(sandbox, answers, ["reference", "functional_bug", "syntax_error"], tokenizer)
+    whole, service = trainer(tiny, tmp_path / "one")
+    sampler = service.create_sampling_client(base_model=str(tiny))
+    full = advantages(whole.training_data([group], sampler, None)[0])
+    half, _ = trainer(tiny, tmp_path / "half", reward_coef=0.5)
+    assert advantages(half.training_data([group], sampler, None)[0]) == pytest.approx([a / 2 for a in full])
+    kl_only, _ = trainer(tiny, tmp_path / "none", reward_coef=0.0, mode="distill", teacher=str(tiny))
+    datums, _ = kl_only.training_data([group], sampler, None)
+    assert len(datums) == 3 and all(not any(d.loss_fn_inputs["advantages"].to_numpy()) for d in datums)
+    with pytest.raises(ValueError, match="nothing to learn from"):
+        trainer(tiny, tmp_path / "rl0", reward_coef=0.0)
 
 
 def test_a_step_mostly_lost_to_infrastructure_stops_after_saving(sandbox, tiny, answers, tmp_path):
