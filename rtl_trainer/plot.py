@@ -79,6 +79,7 @@ def plot_bands(
             ax.fill_between(curve[key], curve[f"{y}_min"], curve[f"{y}_max"], color=color[name], alpha=0.2,
                             label=f"{name} (min–max)")
         ax.set_xlabel(label)
+        ax.xaxis.set_major_formatter(_thousands)
         ax.set_ylabel(y_label or y)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -114,3 +115,8 @@ def save_figure(fig: Any, out: str | Path, title: str | None = None, *, fontsize
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def _thousands(value: float, _position: int) -> str:
+    """Axis ticks of token counts: ``350k`` rather than ``350000``."""
+    return f"{value / 1e3:g}k" if abs(value) >= 1e3 else f"{value:g}"
