@@ -41,6 +41,7 @@ __all__ = [
     "RequestFailed",
     "ResponsesFileError",
     "RootBuildError",
+    "RunDirError",
     "SandboxUnavailable",
     "UnavailableError",
     "UnknownProblemError",
@@ -138,6 +139,11 @@ class DatasetError(OneLineError):
 
 class ResponsesFileError(OneLineError):
     """A responses file that cannot be read; the message (one line) names the file and line."""
+
+
+class RunDirError(OneLineError):
+    """An eval run folder that cannot be read back (``compare``): no results file, a
+    malformed line, rows of another format; the message (one line) names the file."""
 
 
 class UsageError(CvdpGymError, RuntimeError):

@@ -33,7 +33,7 @@ PINNED_ALL = {
         "ArgumentTypeError", "ConfigError", "CvdpGymError", "DatasetError", "GradingError", "HarnessError",
         "HubUnavailable", "JsonlError", "MissingDependencyError", "MissingPathError", "NodeToolchainError",
         "OneLineError", "PatchError", "RecordError", "RepoUnavailable", "RequestFailed", "ResponsesFileError",
-        "RootBuildError", "SandboxUnavailable", "UnavailableError", "UnknownProblemError",
+        "RootBuildError", "RunDirError", "SandboxUnavailable", "UnavailableError", "UnknownProblemError",
         "UnsafePathError", "UsageError", "WorkerLost", "WorkspaceError", "one_line",
     ],
     "cvdp_gym.eval": [

@@ -10,6 +10,7 @@ each command lives in the module of its group, options shared by several command
 - ``coverage``: :mod:`cvdp_gym.cli.coverage` (its library logic: :mod:`cvdp_gym.coverage`)
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
 - ``eval``: :mod:`cvdp_gym.cli.eval`
+- ``compare``: :mod:`cvdp_gym.cli.compare` (its library logic: :mod:`cvdp_gym.eval.compare`)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import typer
 
 from cvdp_gym.cli.check import check_command
+from cvdp_gym.cli.compare import compare_command
 from cvdp_gym.cli.coverage import coverage_command
 from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
@@ -40,5 +42,6 @@ toolchain_app.command("docker-image")(toolchain_docker_image)
 app.command("check")(check_command)
 app.command("export-bundled")(export_bundled)
 app.command("eval")(eval_command)
+app.command("compare")(compare_command)
 app.command("coverage")(coverage_command)
 app.command("parity")(parity_command)

@@ -137,8 +137,9 @@ def check_command(
     flaky = [o for o in outcomes if o.flaky]
     refs = [o for o in outcomes if o.name == "reference"]
     times = [o.result.wall_s for o in refs if o.result.passed]
+    passed = sum(o.result.passed for o in refs)
     console.print(
-        f"references passed: {sum(o.result.passed for o in refs)}/{len(refs)}; "
+        f"references passed: {passed}/{len(refs)}{_interval(passed, len(refs))}; "
         f"verdicts as expected: {len(outcomes) - len(mismatches)}/{len(outcomes)}"
         + (f"; median reference time {statistics.median(times):.2f} s" if times else "")
         + (f"; [yellow]flaky[/] (verdict changes with the seed): {len(flaky)}" if flaky else "")
@@ -146,6 +147,16 @@ def check_command(
     )
     if mismatches:
         raise typer.Exit(1)
+
+
+def _interval(passed: int, total: int) -> str:
+    """`` (95% CI a–b%)``: Wilson over the references (one per problem; see cvdp_gym.eval.intervals)."""
+    from cvdp_gym.eval.intervals import wilson
+
+    if not total:
+        return ""
+    low, high = wilson(passed / total, total)
+    return f" (95% CI {100 * low:.1f}–{100 * high:.1f}%)"
 
 
 def _print_comprehension(data) -> None:

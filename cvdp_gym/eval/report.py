@@ -19,6 +19,7 @@ from rich.table import Table
 
 from cvdp_gym.data.problems import DIFFICULTIES
 from cvdp_gym.eval import official
+from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import aggregate, pass_after_attempts
 from cvdp_gym.eval.run import PASSED
 
@@ -83,11 +84,14 @@ def group_stats(rows: list[Row], ks: Iterable[int]) -> dict[str, Any]:
     passk = aggregate(((n, c) for n, c in per_problem.values()), ks)
     verdicts = Counter(r.get("verdict", "?") for r in rows)
     episodes = episode_stats(rows)
+    pass1 = next((p.unbiased for p in passk if p.k == 1), None)
     stats = {
         "problems": len(per_problem),
         "samples": len(rows),
         "solved_problems": sum(c > 0 for _, c in per_problem.values()),
-        "pass@1": next((p.unbiased for p in passk if p.k == 1), None),
+        "pass@1": pass1,
+        # Wilson over problems (cvdp_gym.eval.intervals says why): the 95% interval printed beside pass@1.
+        "pass@1_ci95": None if pass1 is None else list(wilson(pass1, len(per_problem))),
         "pass@k": [p.to_dict() for p in passk],
         "format_ok_rate": _rate(rows, "format_ok"),
         "syntax_ok_rate": _rate(rows, "syntax_ok"),
@@ -154,6 +158,10 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _interval(ci: list[float] | None) -> str:
+    return "-" if ci is None else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}%"
+
+
 def _groups(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("overall", report["overall"]),
@@ -170,7 +178,7 @@ def _passk_cell(entry: dict[str, Any], field: str) -> str:
 
 
 def rate_columns(report: dict[str, Any]) -> list[str]:
-    cols = ["group", "problems", "samples", "pass@1"]
+    cols = ["group", "problems", "samples", "pass@1", "pass@1 95% CI"]
     for k in report["ks"]:
         if k > 1:
             cols += [f"pass@{k}", f"pass@{k} official"]
@@ -181,7 +189,7 @@ def rate_rows(report: dict[str, Any]) -> list[list[str]]:
     """One row of formatted cells per group, matching ``rate_columns``."""
     out = []
     for name, g in _groups(report):
-        cells = [name, str(g["problems"]), str(g["samples"]), _pct(g["pass@1"])]
+        cells = [name, str(g["problems"]), str(g["samples"]), _pct(g["pass@1"]), _interval(g.get("pass@1_ci95"))]
         for entry in g["pass@k"]:
             if entry["k"] > 1:
                 cells += [_passk_cell(entry, "unbiased"), _passk_cell(entry, "official_biased")]
@@ -251,6 +259,7 @@ def notes(report: dict[str, Any]) -> list[str]:
     out = [
         f"pass@k (unbiased): {UNBIASED_LABEL}.",
         f"pass@k official: {OFFICIAL_LABEL}; it overstates pass@k for k > 1 (equal at k = 1).",
+        "pass@1 95% CI: Wilson score interval over problems (answers to one problem are not independent).",
     ]
     partial = [e for e in report["overall"]["pass@k"] if e["excluded_fewer_samples"]]
     if partial:

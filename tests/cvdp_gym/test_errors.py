@@ -35,6 +35,7 @@ STDLIB_BASE = {
     "RequestFailed": Exception,
     "ResponsesFileError": ValueError,
     "RootBuildError": RuntimeError,
+    "RunDirError": ValueError,
     "SandboxUnavailable": RuntimeError,
     "UnavailableError": RuntimeError,
     "UnknownProblemError": KeyError,
