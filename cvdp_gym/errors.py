@@ -27,6 +27,7 @@ __all__ = [
     "ConfigError",
     "CvdpGymError",
     "DatasetError",
+    "DebugError",
     "GradingError",
     "HarnessError",
     "HubUnavailable",
@@ -138,6 +139,12 @@ class DatasetError(OneLineError):
 
 class ResponsesFileError(OneLineError):
     """A responses file that cannot be read; the message (one line) names the file and line."""
+
+
+class DebugError(OneLineError):
+    """What ``cvdp-gym debug`` cannot use: an answer file it cannot read or that holds no
+    code, a run folder without that problem's answer, a debug folder that is not empty
+    (or not one), a shell the machine cannot open; the message (one line) says which."""
 
 
 class UsageError(CvdpGymError, RuntimeError):

@@ -10,6 +10,7 @@ each command lives in the module of its group, options shared by several command
 - ``coverage``: :mod:`cvdp_gym.cli.coverage` (its library logic: :mod:`cvdp_gym.coverage`)
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
 - ``eval``: :mod:`cvdp_gym.cli.eval`
+- ``debug``: :mod:`cvdp_gym.cli.debug` (its library logic: :mod:`cvdp_gym.debug`)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import typer
 
 from cvdp_gym.cli.check import check_command
 from cvdp_gym.cli.coverage import coverage_command
+from cvdp_gym.cli.debug import debug_command
 from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
 from cvdp_gym.cli.parity import parity_command
@@ -42,3 +44,4 @@ app.command("export-bundled")(export_bundled)
 app.command("eval")(eval_command)
 app.command("coverage")(coverage_command)
 app.command("parity")(parity_command)
+app.command("debug")(debug_command)
