@@ -27,6 +27,7 @@ __all__ = [
     "ConfigError",
     "CvdpGymError",
     "DatasetError",
+    "DebugError",
     "GradingError",
     "HarnessError",
     "HubUnavailable",
@@ -144,6 +145,12 @@ class ResponsesFileError(OneLineError):
 class RunDirError(OneLineError):
     """An eval run folder that cannot be read back (``compare``): no results file, a
     malformed line, rows of another format; the message (one line) names the file."""
+
+
+class DebugError(OneLineError):
+    """What ``cvdp-gym debug`` cannot use: an answer file it cannot read or that holds no
+    code, a run folder without that problem's answer, a debug folder that is not empty
+    (or not one), a shell the machine cannot open; the message (one line) says which."""
 
 
 class UsageError(CvdpGymError, RuntimeError):

@@ -30,7 +30,7 @@ PINNED_ALL = {
     "cvdp_gym.cli.eval": ["eval_command"],
     "cvdp_gym.data": ["Dataset", "DatasetError", "Problem", "bundled_candidates", "load_dataset"],
     "cvdp_gym.errors": [
-        "ArgumentTypeError", "ConfigError", "CvdpGymError", "DatasetError", "GradingError", "HarnessError",
+        "ArgumentTypeError", "ConfigError", "CvdpGymError", "DatasetError", "DebugError", "GradingError", "HarnessError",
         "HubUnavailable", "JsonlError", "MissingDependencyError", "MissingPathError", "NodeToolchainError",
         "OneLineError", "PatchError", "RecordError", "RepoUnavailable", "RequestFailed", "ResponsesFileError",
         "RootBuildError", "RunDirError", "SandboxUnavailable", "UnavailableError", "UnknownProblemError",

@@ -11,6 +11,7 @@ each command lives in the module of its group, options shared by several command
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
 - ``eval``: :mod:`cvdp_gym.cli.eval`
 - ``compare``: :mod:`cvdp_gym.cli.compare` (its library logic: :mod:`cvdp_gym.eval.compare`)
+- ``debug``: :mod:`cvdp_gym.cli.debug` (its library logic: :mod:`cvdp_gym.debug`)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 from cvdp_gym.cli.check import check_command
 from cvdp_gym.cli.compare import compare_command
 from cvdp_gym.cli.coverage import coverage_command
+from cvdp_gym.cli.debug import debug_command
 from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
 from cvdp_gym.cli.parity import parity_command
@@ -45,3 +47,4 @@ app.command("eval")(eval_command)
 app.command("compare")(compare_command)
 app.command("coverage")(coverage_command)
 app.command("parity")(parity_command)
+app.command("debug")(debug_command)

@@ -63,6 +63,10 @@ DatasetArg = Annotated[
     str,
     typer.Argument(help="'bundled', a CVDP .jsonl file (or a folder of them), or 'hf[:PATTERN]' for the Hugging Face dataset."),
 ]
+DatasetOpt = Annotated[
+    str,
+    typer.Option("--dataset", help="'bundled', a CVDP .jsonl file (or a folder of them), or 'hf[:PATTERN]' for the Hugging Face dataset."),
+]
 IdsOpt = Annotated[list[str] | None, typer.Option("--id", help="Only these problem ids.")]
 CategoryOpt = Annotated[list[str] | None, typer.Option(help="Only these categories (cid003 or 3).")]
 DifficultyOpt = Annotated[list[str] | None, typer.Option(help="Only these difficulties.")]

@@ -18,6 +18,7 @@ import posixpath
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cvdp_gym.harness.compose import Service
 from cvdp_gym.harness.results import compile_errors, sorry_lines
@@ -38,11 +39,9 @@ class LintResult:
     seconds: float
 
 
-def compile_only(
-    sandbox: Sandbox, toolchain: Toolchain, run_dir: Path, service: Service, *, started: float
-) -> LintResult:
-    """Compile ``service``'s ``VERILOG_SOURCES`` found under ``run_dir/code`` (laid out as for
-    a harness run); ``started``: the ``time.monotonic()`` the check began (for ``seconds``)."""
+def compile_call(toolchain: Toolchain, run_dir: Path, service: Service) -> tuple[list[str], dict[str, Any], str]:
+    """The compile-only sandbox call for ``service`` in the laid-out ``run_dir``: ``argv``,
+    the keyword arguments of ``Sandbox.run`` and the simulator (``cvdp-gym debug`` prints it)."""
     sources = service.environment["VERILOG_SOURCES"].split()
     top = service.environment.get("TOPLEVEL", "")
     simulator = service.environment.get("SIM", "icarus").lower()
@@ -54,16 +53,24 @@ def compile_only(
         simulator = "icarus"
         argv = ["iverilog", "-g2012", "-t", "null"] + (["-s", top] if top else [])
     argv += sorted({f"-I{posixpath.dirname(s)}" for s in present}) + present
-    env = toolchain.env(service.generation or "cocotb2")
-    outcome = sandbox.run(
-        argv,
-        mounts=[Mount(run_dir / "code", "/code")],
-        scratch=run_dir / "scratch",
-        cwd="/code",
-        env={"HOME": "/tmp"},
-        sim_env=env,
-        limits=Limits(wall_s=60, output_bytes=20_000),
-    )
+    kwargs: dict[str, Any] = {
+        "mounts": [Mount(run_dir / "code", "/code")],
+        "scratch": run_dir / "scratch",
+        "cwd": "/code",
+        "env": {"HOME": "/tmp"},
+        "sim_env": toolchain.env(service.generation or "cocotb2"),
+        "limits": Limits(wall_s=60, output_bytes=20_000),
+    }
+    return argv, kwargs, simulator
+
+
+def compile_only(
+    sandbox: Sandbox, toolchain: Toolchain, run_dir: Path, service: Service, *, started: float
+) -> LintResult:
+    """Compile ``service``'s ``VERILOG_SOURCES`` found under ``run_dir/code`` (laid out as for
+    a harness run); ``started``: the ``time.monotonic()`` the check began (for ``seconds``)."""
+    argv, kwargs, simulator = compile_call(toolchain, run_dir, service)
+    outcome = sandbox.run(argv, **kwargs)
     ok = outcome.returncode == 0 and not outcome.timed_out
     errors = compile_errors(outcome.output) or ([outcome.output.strip()[-500:]] if not ok else [])
     gap = False

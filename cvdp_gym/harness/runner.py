@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.repos import RepoStore
@@ -53,7 +54,7 @@ from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS, UnsafePathError, check_relative_path, write_tree
 from cvdp_gym.sandbox.tree_copy import TreeCopy, copy_tree
-from cvdp_gym.toolchain import Toolchain
+from cvdp_gym.toolchain import SimEnv, Toolchain
 
 #: The path helpers live in ``cvdp_gym.sandbox.paths`` and ``LintResult`` in ``lint.py``;
 #: re-exported for ``from cvdp_gym.harness.runner import ...``.
@@ -64,6 +65,7 @@ __all__ = [
     "HarnessRunner",
     "LintResult",
     "RunOptions",
+    "ServiceCall",
     "check_relative_path",
     "installed_distributions",
     "run_harness",
@@ -84,6 +86,29 @@ class RunOptions:
     limits: Limits = field(default_factory=Limits)
     keep_dir: Path | None = None  # copy the run folder here before removing it
     gap_check: bool = True  # host toolchain: on an Icarus build error, ask slang for a second opinion
+
+
+@dataclass
+class ServiceCall:
+    """One service's sandbox call: ``sandbox.run(argv, **sandbox_kwargs())``."""
+
+    service: Service
+    argv: list[str]
+    mounts: list[Mount]
+    scratch: Path
+    cwd: str
+    env: dict[str, str]
+    sim_env: SimEnv
+    limits: Limits
+    image: str | None
+    tag: str  # RUN_TAG: marks this run's cocotb results files
+
+    def sandbox_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``Sandbox.run`` (and of a backend's ``command_line``)."""
+        return {
+            "mounts": self.mounts, "scratch": self.scratch, "cwd": self.cwd, "env": self.env,
+            "sim_env": self.sim_env, "limits": self.limits, "image": self.image,
+        }
 
 
 class HarnessRunner:
@@ -132,14 +157,14 @@ class HarnessRunner:
         if missing:
             return HarnessResult.failure(problem.id, UNSUPPORTED, missing)
         try:
-            services = parse_services(problem.harness, self._installed)
+            services = self.services(problem)
         except HarnessError as exc:
             return HarnessResult.failure(problem.id, HARNESS_ERROR, str(exc))
         run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-run-"))
         tree: TreeCopy | None = None
         try:
             try:
-                tree = self._prepare(run_dir, problem, files, workspace)
+                tree = self.prepare(run_dir, problem, files, workspace)
             except RepoUnavailable as exc:
                 return HarnessResult.failure(problem.id, UNSUPPORTED, str(exc))
             except (UnsafePathError, OSError) as exc:
@@ -170,10 +195,17 @@ class HarnessRunner:
         not found), or None. Cheap: it does not check out anything."""
         return problem.unsupported or self.repos.missing(problem)
 
-    def _prepare(
-        self, run_dir: Path, problem: Problem, files: Mapping[str, str], workspace: Path | None
+    def services(self, problem: Problem) -> list[Service]:
+        """The harness's services, in the order they run (``HarnessError`` if unreadable)."""
+        return parse_services(problem.harness, self._installed)
+
+    def prepare(
+        self, run_dir: Path, problem: Problem, files: Mapping[str, str], workspace: Path | None,
+        *, tree_strategy: str | None = None,
     ) -> TreeCopy | None:
-        """Lay out the run folder; returns the copy of a repository problem's tree (to close)."""
+        """Lay out the run folder (``code/``, ``harness/``, ``rundir/``, ``scratch/``); returns
+        the copy of a repository problem's tree (to close). ``tree_strategy``: how that tree is
+        copied (``tree_copy.STRATEGIES``; a folder that outlives the run wants a plain copy)."""
         code = run_dir / "code"
         harness = run_dir / "harness"
         for folder in (harness, run_dir / "rundir", run_dir / "scratch"):
@@ -185,7 +217,7 @@ class HarnessRunner:
             base = workspace if workspace is not None else self.repos.problem_tree(problem)
             # Docker's engine binds /code itself: a mount must be in its namespace too.
             visible_to = "dockerd" if getattr(self.sandbox, "name", "") == "docker" else None
-            tree = copy_tree(base, code, visible_to=visible_to)
+            tree = copy_tree(base, code, strategy=tree_strategy, visible_to=visible_to)
             try:
                 write_tree(harness, problem.harness)
                 write_tree(code, files)
@@ -208,7 +240,12 @@ class HarnessRunner:
         write_tree(code, files)
         return None
 
-    def _run_service(self, run_dir: Path, problem: Problem, service: Service, limits: Limits, seed: int) -> ServiceResult:
+    def service_call(
+        self, run_dir: Path, problem: Problem, service: Service, limits: Limits, seed: int
+    ) -> ServiceCall | ServiceResult:
+        """The sandbox call that runs ``service`` in the laid-out ``run_dir`` (its mounts,
+        working directory, variables and limits), or the result of a service that cannot
+        run here. ``run`` makes its calls with this, and ``cvdp-gym debug`` prints them."""
         if service.unsupported or service.generation is None:
             return ServiceResult(service.name, False, UNSUPPORTED, service.unsupported or "no environment", None, notes=service.notes)
         env = self.toolchain.env(service.generation)
@@ -234,20 +271,19 @@ class HarnessRunner:
             "HOME": "/code/rundir", **self._build_cache_env(image), **service.environment, RUN_TAG: tag,
             **seed_environment(seed, service.generation, service.environment),
         }
-        watched = {m.target: m.source for m in mounts if m.writable}
+        return ServiceCall(
+            service, list(service.command), mounts, run_dir / "scratch", cwd, environment, env, limits, image, tag
+        )
+
+    def _run_service(self, run_dir: Path, problem: Problem, service: Service, limits: Limits, seed: int) -> ServiceResult:
+        call = self.service_call(run_dir, problem, service, limits, seed)
+        if isinstance(call, ServiceResult):
+            return call
+        watched = {m.target: m.source for m in call.mounts if m.writable}
         started = time.time()
-        with ResultsWatcher(_writable_roots(run_dir), tag=tag, mounts=watched) as watcher:
-            outcome = self.sandbox.run(
-                service.command,
-                mounts=mounts,
-                scratch=run_dir / "scratch",
-                cwd=cwd,
-                env=environment,
-                sim_env=env,
-                limits=limits,
-                image=image,
-            )
-        return self._service_result(run_dir, service, outcome, service.generation, watcher, started)
+        with ResultsWatcher(_writable_roots(run_dir), tag=call.tag, mounts=watched) as watcher:
+            outcome = self.sandbox.run(call.argv, **call.sandbox_kwargs())
+        return self._service_result(run_dir, service, outcome, service.generation or "", watcher, started)
 
     def _build_cache_env(self, image: str | None) -> dict[str, str]:
         """The root's read-only Verilator runtime cache, wherever the command runs on that root.
@@ -332,17 +368,17 @@ class HarnessRunner:
         """
         start = time.monotonic()
         try:
-            services = parse_services(problem.harness, self._installed)
+            services = self.services(problem)
         except HarnessError as exc:
             return LintResult(True, False, [f"harness not readable: {exc}"], "none", 0.0)
-        service = next((s for s in services if s.generation and "VERILOG_SOURCES" in s.environment), None)
-        if service is None or not self.toolchain.env(service.generation or "cocotb2").installed:
+        service = self.lint_service(services)
+        if service is None:
             return LintResult(True, False, ["no lintable service; left to the harness"], "none", 0.0)
         run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-lint-"))
         tree: TreeCopy | None = None
         try:
             try:
-                tree = self._prepare(run_dir, problem, files, workspace)
+                tree = self.prepare(run_dir, problem, files, workspace)
             except RepoUnavailable as exc:
                 return LintResult(True, False, [f"not linted: {exc}"], "none", 0.0)
             except (UnsafePathError, OSError) as exc:
@@ -351,6 +387,14 @@ class HarnessRunner:
             return compile_only(self.sandbox, self.toolchain, run_dir, service, started=start)
         finally:
             _remove_run_dir(run_dir, tree)
+
+
+    def lint_service(self, services: list[Service]) -> Service | None:
+        """The service whose sources the syntax stage compiles (None: no lint, the harness decides)."""
+        service = next((s for s in services if s.generation and "VERILOG_SOURCES" in s.environment), None)
+        if service is None or not self.toolchain.env(service.generation or "cocotb2").installed:
+            return None
+        return service
 
 
 def _remove_run_dir(run_dir: Path, tree: TreeCopy | None) -> None:

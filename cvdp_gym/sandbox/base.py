@@ -14,6 +14,9 @@ backend. What some backends add, and callers look up with ``getattr``:
 - ``image_for(image) -> str`` and ``standin_tag``: a backend that picks a container image
   per harness service (Docker); ``serves_runtime_cache(image) -> bool``: whether that
   image holds the root's Verilator runtime cache (a backend without it always does);
+- ``command_line(argv, ..., interactive=False) -> list[str]``: the command line ``run``
+  starts for the same arguments, to print or run by hand (``cvdp-gym debug``); both
+  backends have it;
 - ``cancel() -> int``: remove every command still running (Docker's containers are not
   the caller's children, so Ctrl-C does not reach them).
 """

@@ -156,13 +156,18 @@ class BubblewrapSandbox:
         cwd: str,
         env: Mapping[str, str],
         sim_env: SimEnv | None,
+        interactive: bool = False,
     ) -> list[str]:
-        """The ``bwrap`` argument vector (without the limit wrapper)."""
+        """The ``bwrap`` argument vector (without the limit wrapper).
+
+        ``interactive``: for a shell on the caller's terminal (``cvdp-gym debug --shell``),
+        without ``--new-session``, which would detach the shell from that terminal.
+        """
         args = [
             self.toolchain.bwrap.path or "bwrap",
             "--unshare-all",
             "--die-with-parent",
-            "--new-session",
+            *([] if interactive else ["--new-session"]),
             "--hostname",
             "sandbox",
             "--dev",
@@ -199,22 +204,12 @@ class BubblewrapSandbox:
         toolchain (the Docker backend resolves it).
         """
         limits = limits or Limits()
-        full_env = dict(env or {})
-        if sim_env is not None:
-            full_env.setdefault("PATH", f"{sim_env.sandbox_bin_dir}:/usr/local/bin:/usr/bin:/bin")
-        full_env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         bwrap_argv = self.command(
-            argv, mounts=mounts, scratch=scratch, cwd=cwd, env=full_env, sim_env=sim_env
+            argv, mounts=mounts, scratch=scratch, cwd=cwd, env=_full_env(env, sim_env), sim_env=sim_env
         )
         cgroups = _Cgroups(limits)
-        prlimit = [
-            shutil.which("prlimit") or "prlimit",
-            f"--fsize={limits.file_size_mb * 1024 * 1024}",
-            "--core=0",
-        ]
-        if not cgroups.dirs:  # no cgroups here: per-process limits instead
-            prlimit += [f"--nproc={limits.processes}", f"--as={limits.memory_mb * 1024 * 1024 * 4}"]
         join = "".join(f'echo $$ > "{f}" && ' for f in cgroups.procs_files)
+        prlimit = _prlimit(limits, per_process=not cgroups.dirs)
         wrapper = ["/bin/sh", "-c", f'{join}exec "$@"', "sh", *prlimit, "--", *bwrap_argv]
 
         start = time.monotonic()
@@ -275,6 +270,46 @@ class BubblewrapSandbox:
             command=bwrap_argv,
             cgroups=[str(d) for d in cgroups.dirs],
         )
+
+
+    def command_line(
+        self,
+        argv: list[str],
+        *,
+        mounts: Iterable[Mount] = (),
+        scratch: Path,
+        cwd: str = "/",
+        env: Mapping[str, str] | None = None,
+        sim_env: SimEnv | None = None,
+        limits: Limits | None = None,
+        image: str | None = None,
+        interactive: bool = False,
+    ) -> list[str]:
+        """The command line ``run`` starts for the same arguments, to run by hand: ``prlimit``
+        with every limit per process (what ``run`` does where it cannot create cgroups), then
+        the ``bwrap`` argument vector. ``interactive``: see ``command``."""
+        bwrap_argv = self.command(
+            argv, mounts=mounts, scratch=scratch, cwd=cwd, env=_full_env(env, sim_env), sim_env=sim_env,
+            interactive=interactive,
+        )
+        return [*_prlimit(limits or Limits(), per_process=True), "--", *bwrap_argv]
+
+
+def _full_env(env: Mapping[str, str] | None, sim_env: SimEnv | None) -> dict[str, str]:
+    """The command's variables: the caller's, and a ``PATH`` that finds the toolchain first."""
+    full_env = dict(env or {})
+    if sim_env is not None:
+        full_env.setdefault("PATH", f"{sim_env.sandbox_bin_dir}:/usr/local/bin:/usr/bin:/bin")
+    full_env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return full_env
+
+
+def _prlimit(limits: Limits, *, per_process: bool) -> list[str]:
+    """``prlimit`` and its limits; ``per_process``: also processes and memory (no cgroups)."""
+    prlimit = [shutil.which("prlimit") or "prlimit", f"--fsize={limits.file_size_mb * 1024 * 1024}", "--core=0"]
+    if per_process:
+        prlimit += [f"--nproc={limits.processes}", f"--as={limits.memory_mb * 1024 * 1024 * 4}"]
+    return prlimit
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

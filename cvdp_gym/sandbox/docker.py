@@ -214,22 +214,8 @@ class DockerSandbox:
         """
         limits = limits or Limits()
         start = time.monotonic()
-        image_name = self.image_for(image)
-        full_env = dict(env or {})
-        if "PATH" not in full_env and image_name == self.standin_tag:
-            prefix = f"/opt/cvdp/{sim_env.generation}/bin:" if sim_env is not None else ""
-            full_env["PATH"] = prefix + SYSTEM_PATH
         name = f"cvdp-gym-{uuid.uuid4().hex[:16]}"
-        config = self.container_config(
-            argv,
-            image=image_name,
-            mounts=mounts,
-            scratch=scratch,
-            cwd=cwd,
-            env=full_env,
-            limits=limits,
-            name=name,
-        )
+        config = self._config(argv, mounts, scratch, cwd, env, sim_env, limits, image, name)
         output = BoundedOutput(limits.output_bytes)
         killed = threading.Event()
         done = False
@@ -260,6 +246,47 @@ class DockerSandbox:
             wall_s=wall,
             command=_docker_run_line(config),
         )
+
+    def _config(
+        self,
+        argv: list[str],
+        mounts: Iterable[Mount],
+        scratch: Path,
+        cwd: str,
+        env: Mapping[str, str] | None,
+        sim_env: SimEnv | None,
+        limits: Limits,
+        image: str | None,
+        name: str,
+    ) -> dict[str, Any]:
+        """The container ``run`` creates: the image resolved, ``PATH`` completed."""
+        image_name = self.image_for(image)
+        full_env = dict(env or {})
+        if "PATH" not in full_env and image_name == self.standin_tag:
+            prefix = f"/opt/cvdp/{sim_env.generation}/bin:" if sim_env is not None else ""
+            full_env["PATH"] = prefix + SYSTEM_PATH
+        return self.container_config(
+            argv, image=image_name, mounts=mounts, scratch=scratch, cwd=cwd, env=full_env, limits=limits, name=name
+        )
+
+    def command_line(
+        self,
+        argv: list[str],
+        *,
+        mounts: Iterable[Mount] = (),
+        scratch: Path,
+        cwd: str = "/",
+        env: Mapping[str, str] | None = None,
+        sim_env: SimEnv | None = None,
+        limits: Limits | None = None,
+        image: str | None = None,
+        interactive: bool = False,
+    ) -> list[str]:
+        """The ``docker run`` line of the container ``run`` creates for the same arguments;
+        ``interactive``: with ``-it``, for a shell on the caller's terminal."""
+        config = self._config(argv, mounts, scratch, cwd, env, sim_env, limits or Limits(), image, "unused")
+        line = _docker_run_line(config)
+        return [*line[:2], "-it", *line[2:]] if interactive else line
 
     def _run_container(
         self,

@@ -21,6 +21,7 @@ STDLIB_BASE = {
     "ArgumentTypeError": TypeError,
     "ConfigError": ValueError,
     "DatasetError": ValueError,
+    "DebugError": ValueError,
     "GradingError": RuntimeError,
     "HarnessError": ValueError,
     "HubUnavailable": RuntimeError,

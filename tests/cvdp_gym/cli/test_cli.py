@@ -103,7 +103,7 @@ COMMANDS = _leaf_commands(typer.main.get_command(app))
 
 def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
-        "", "doctor", "check", "eval", "export-bundled", "coverage", "parity",
+        "", "doctor", "check", "eval", "export-bundled", "coverage", "parity", "debug",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
     }
 
@@ -119,9 +119,12 @@ def test_help_lists_every_option(words):
         assert name in done.output
 
 
-# Options that share a flag but not a meaning: check's --out is a JSONL file, eval's a folder;
+# Options that share a flag but not a meaning: check's --out is a JSONL file, eval's a folder
+# of results, debug's a workspace folder (its --force replaces it, toolchain install's rebuilds);
+# parity's --dataset takes fewer kinds than debug's;
 # `toolchain install --toolchain` says what gets built (and defaults to root).
-_OWN_HELP = {("check", "--out"), ("eval", "--out"), ("toolchain install", "--toolchain")}
+_OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"),
+             ("toolchain install", "--toolchain")}
 
 
 def test_an_option_several_commands_take_says_the_same_everywhere():
