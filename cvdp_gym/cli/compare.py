@@ -20,7 +20,7 @@ from cvdp_gym.cli._options import console, fail
 def compare_command(
     runs: Annotated[list[Path], typer.Argument(help="Folders `cvdp-gym eval --out` wrote; the first is the baseline.", show_default=False)],
     out: Annotated[Path | None, typer.Option(help="Folder for compare.json and compare.md (default: print only).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap (the same runs and seed give the same interval).")] = 0,
+    seed: Annotated[int, typer.Option("--bootstrap-seed", help="Seed of the paired bootstrap (the same runs and seed give the same interval).")] = 0,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples of the problems.")] = 10_000,
 ) -> None:
     """Compare eval runs with the first: wins, losses, the paired pass@1 difference (95% interval, exact p), flipped problems."""

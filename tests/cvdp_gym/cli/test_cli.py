@@ -103,7 +103,7 @@ COMMANDS = _leaf_commands(typer.main.get_command(app))
 
 def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
-        "", "doctor", "check", "eval", "export-bundled", "coverage", "parity", "debug",
+        "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
     }
 
