@@ -66,6 +66,7 @@ PINNED_ALL = {
         "BASH_LANGS", "BASH_TOOL_NAME", "FINISH_NAMES", "FORMATS", "ParsedTurn", "ToolCall",
         "format_tool_call", "format_tool_response", "parse_assistant_message", "parse_tool_calls",
     ],
+    "cvdp_gym.report": ["SECTIONS", "write_html_report"],
     "cvdp_gym.sandbox": [
         "BubblewrapSandbox", "Limits", "Mount", "SANDBOXES", "Sandbox", "SandboxResult",
         "SandboxUnavailable", "make_sandbox",

@@ -12,6 +12,7 @@ each command lives in the module of its group, options shared by several command
 - ``eval``: :mod:`cvdp_gym.cli.eval`
 - ``compare``: :mod:`cvdp_gym.cli.compare` (its library logic: :mod:`cvdp_gym.eval.compare`)
 - ``debug``: :mod:`cvdp_gym.cli.debug` (its library logic: :mod:`cvdp_gym.debug`)
+- ``report``: :mod:`cvdp_gym.cli.report` (its library logic: :mod:`cvdp_gym.report`)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cvdp_gym.cli.debug import debug_command
 from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
 from cvdp_gym.cli.parity import parity_command
+from cvdp_gym.cli.report import report_command
 from cvdp_gym.cli.toolchain import doctor, toolchain_docker_image, toolchain_install, toolchain_path
 
 __all__ = ["app"]
@@ -48,3 +50,4 @@ app.command("compare")(compare_command)
 app.command("coverage")(coverage_command)
 app.command("parity")(parity_command)
 app.command("debug")(debug_command)
+app.command("report")(report_command)

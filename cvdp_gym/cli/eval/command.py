@@ -79,7 +79,7 @@ def eval_command(
     judge_model: Annotated[str, typer.Option(help="The judge's model (default: the official tool's).")] = "o4-mini",
     judge_concurrency: Annotated[int, typer.Option(help="Judge requests in flight at once.")] = 16,
     not_judged_as_zero: Annotated[bool, typer.Option("--not-judged-as-zero", help="Count cid009/cid010 answers no judge scored as failed with 0 credit, as the official tool does (default: left out of the scores).")] = False,
-    out: Annotated[Path, typer.Option(help="Folder for results.jsonl and report.{json,md,png}.")] = Path("runs/eval"),
+    out: Annotated[Path, typer.Option(help="Folder for results.jsonl, report.{json,md,png} and the HTML report (html/index.html).")] = Path("runs/eval"),
     resume: ResumeOpt = False,
     timeout: TimeoutOpt = 300.0,
     lenient: LenientOpt = False,
@@ -175,7 +175,8 @@ def eval_command(
             judge.close()
     meta.update(graded=len(rows), wall_s=round(time.monotonic() - began, 1), notes=notes)
     _report(rows, k, meta, out, not_judged_as_zero)
-    console.print(f"results in {results_path}; report in {out / 'report.md'}")
+    html = _html_report(out)
+    console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
 
 
 def _run_with_progress(make_evaluator: Callable, keys: list[tuple[str, int]], start: Callable) -> tuple[list[dict], Path]:
@@ -239,6 +240,20 @@ def _report(rows: list[dict], k: list[int] | None, meta: dict, out: Path, not_ju
     print_report(report, console)
     if png_skipped:
         console.print(f"[yellow]note:[/] {png_skipped}")
+
+
+def _html_report(out: Path) -> Path | None:
+    """The static HTML report in ``out/html`` (as ``cvdp-gym report`` writes it); a failure
+    is one warning line, never the end of a run whose results are already written."""
+    from rich.markup import escape
+
+    try:
+        from cvdp_gym.report import write_html_report
+
+        return write_html_report([out], out / "html")
+    except Exception as exc:  # the results and report.md are written; the HTML is extra
+        console.print(f"[yellow]warning:[/] HTML report not written ({escape(f'{type(exc).__name__}: {exc}')}); `cvdp-gym report {escape(str(out))}` retries", soft_wrap=True)
+        return None
 
 
 def _mark_run(out: Path, meta: dict, resume: bool) -> None:

@@ -1,0 +1,164 @@
+"""The numbers of the HTML report, from one eval run folder read back.
+
+A run is read with :func:`cvdp_gym.eval.compare.read_run` (so a missing, truncated or
+other-version folder is the same one-line ``RunDirError`` as for ``compare``), then its rows
+are kept (the last row of each ``(id, sample)``, as ``--resume`` keeps it; ``not_judged``
+answers left out, as eval's report leaves them out). Per category and difficulty:
+
+- pass@1 with a 95% interval: the mean over problems of the share of their samples that
+  passed, with Wilson's score interval over problems (:func:`cvdp_gym.eval.intervals.wilson`,
+  the same interval report.json prints, so both reports agree);
+- consistency: problems never, sometimes (flaky across samples) and always solved;
+- failure classes: failed samples per verdict, and the share of the failed samples;
+- the stage each failure stopped at: the first of the grader's stages (format, syntax, which
+  includes the lint, interface, tests) recorded as failed in the row's ``grade.stages``;
+  ``not graded`` when no stage ran (a request or grader error, an unsupported problem).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.data.problems import DIFFICULTIES
+from cvdp_gym.eval.compare import read_run
+from cvdp_gym.eval.intervals import wilson
+from cvdp_gym.eval.run import PASSED, RESULTS, read_rows
+from cvdp_gym.grading.result import NOT_JUDGED, STAGES
+
+__all__ = [
+    "ALWAYS", "NEVER", "NOT_GRADED", "SOMETIMES", "RunStats", "answer_seconds", "consistency", "failure_stage",
+    "group_stats", "group_table", "load_run", "pass_at_1", "summarize",
+]
+
+Row = dict[str, Any]
+UNKNOWN = "unknown"
+#: The stage of a failure no stage of the grader ran on.
+NOT_GRADED = "not graded"
+NEVER, SOMETIMES, ALWAYS = "never", "sometimes", "always"
+
+
+@dataclass
+class RunStats:
+    """One run folder read back: its rows, settings and warnings."""
+
+    path: Path
+    rows: list[Row]
+    meta: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> dict[str, list[Row]]:
+        """Rows per problem, samples in order, problems sorted by id."""
+        out: dict[str, list[Row]] = defaultdict(list)
+        for row in sorted(self.rows, key=lambda r: (r["id"], r["sample"])):
+            out[row["id"]].append(row)
+        return dict(out)
+
+
+def load_run(path: str | Path) -> RunStats:
+    """A run folder's rows and settings; ``RunDirError`` (one line) when it cannot be read."""
+    data = read_run(path)  # validates every row; raises RunDirError
+    kept: dict[tuple[str, int], Row] = {}
+    for row in read_rows(Path(path) / RESULTS):
+        kept[(row["id"], row["sample"])] = row
+    rows = [r for r in kept.values() if r.get("verdict") != NOT_JUDGED]
+    return RunStats(Path(path), rows, dict(data.settings), list(data.warnings))
+
+
+def failure_stage(row: Row) -> str | None:
+    """The grader stage a failed answer stopped at (None for a passed one)."""
+    if row.get("passed"):
+        return None
+    stages = (row.get("grade") or {}).get("stages") or []
+    for stage in stages:
+        if stage.get("passed") is False:
+            return str(stage.get("name"))
+    ran = [s for s in stages if s.get("passed") is not None]
+    return NOT_GRADED if not ran else "tests"
+
+
+def consistency(rows: list[Row]) -> dict[str, int]:
+    """Problems whose samples never, sometimes or always passed."""
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        per[r["id"]][0] += 1
+        per[r["id"]][1] += bool(r.get("passed"))
+    out = {NEVER: 0, SOMETIMES: 0, ALWAYS: 0}
+    for n, c in per.values():
+        out[NEVER if c == 0 else ALWAYS if c == n else SOMETIMES] += 1
+    return out
+
+
+def pass_at_1(rows: list[Row]) -> tuple[float, int, tuple[float, float]]:
+    """pass@1 (mean over problems of their pass share), the problems, and its Wilson 95% interval."""
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        per[r["id"]][0] += 1
+        per[r["id"]][1] += bool(r.get("passed"))
+    n = len(per)
+    rate = sum(c / s for s, c in per.values()) / n if n else 0.0
+    return rate, n, wilson(rate, n)
+
+
+def group_stats(rows: list[Row]) -> dict[str, Any]:
+    rate, n, ci = pass_at_1(rows)
+    failed = [r for r in rows if not r.get("passed")]
+    classes = Counter(str(r.get("verdict") or "failed") for r in failed)
+    stages = Counter(failure_stage(r) or NOT_GRADED for r in failed)
+    return {
+        "problems": n,
+        "samples": len(rows),
+        "passed_samples": len(rows) - len(failed),
+        "pass@1": rate,
+        "pass@1_ci95": list(ci),
+        "consistency": consistency(rows),
+        "failure_classes": dict(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "failure_shares": {k: v / len(failed) for k, v in classes.items()} if failed else {},
+        "failure_stages": {s: stages[s] for s in (*STAGES, NOT_GRADED) if stages.get(s)},
+    }
+
+
+def _difficulty_order(name: str) -> tuple[int, str]:
+    return (DIFFICULTIES.index(name) if name in DIFFICULTIES else len(DIFFICULTIES), name)
+
+
+def group_table(rows: list[Row], field_name: str) -> dict[str, dict[str, Any]]:
+    """``group_stats`` per value of ``field_name`` (category or difficulty), in report order."""
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        groups[str(r.get(field_name) or UNKNOWN)].append(r)
+    order = sorted(groups, key=_difficulty_order) if field_name == "difficulty" else sorted(groups)
+    return {name: group_stats(groups[name]) for name in order}
+
+
+def answer_seconds(row: Row) -> float:
+    """Time of one answer: the episode's wall time for agentic/refine rows, else the grading time."""
+    value = row.get("episode_s") if row.get("episode_s") is not None else row.get("wall_s")
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def summarize(run: RunStats) -> dict[str, Any]:
+    """Everything the run's section shows, as plain data."""
+    times = [answer_seconds(r) for r in run.rows]
+    per_problem = run.problems
+    slowest = sorted(
+        ((pid, max(answer_seconds(r) for r in rs), sum(answer_seconds(r) for r in rs) / len(rs)) for pid, rs in per_problem.items()),
+        key=lambda t: (-t[1], t[0]),
+    )
+    overall = group_stats(run.rows)
+    return {
+        "overall": overall,
+        "by_category": group_table(run.rows, "category"),
+        "by_difficulty": group_table(run.rows, "difficulty"),
+        "has_time": any(t > 0 for t in times),
+        "times": times,
+        "slowest": slowest,
+        "episodes": any("turns" in r or "max_attempts" in r for r in run.rows),
+        "verdict_order": [PASSED, *overall["failure_classes"]],
+    }
