@@ -16,5 +16,14 @@ stop_engine() {
 }
 trap stop_engine EXIT
 bash scripts/setup.sh
+# The HTML report's test opens it in headless Chromium (Debian's package; about 10 s, 113 MB).
+# Only the tests need it, so setup.sh (and the main job) does not install it.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "[test] installing chromium for the report's headless-browser test"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+    || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+    || echo "[test] chromium could not be installed: the headless-browser test will be skipped"
+fi
 .venv/bin/ruff check cvdp_gym rtl_trainer tests scripts
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
