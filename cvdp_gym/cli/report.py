@@ -21,7 +21,7 @@ def report_command(
     runs: Annotated[list[Path], typer.Argument(help="Folders `cvdp-gym eval --out` wrote.", show_default=False)],
     out: Annotated[Path | None, typer.Option(help="Folder for index.html, images/ and the pages (default: html/ in the first run folder).")] = None,
 ) -> None:
-    """Write a static HTML report of eval runs: pass@1 with intervals, consistency, failure classes and stages, time, transcripts."""
+    """Write a static HTML report of eval runs: pass@k with intervals, domains, consistency, failure classes and stages, time, transcripts."""
     from cvdp_gym.errors import RunDirError
     from cvdp_gym.report import write_html_report
 

@@ -11,6 +11,8 @@
   problems: resample problems (the units) with replacement, take the mean per-problem
   difference, keep the 2.5 and 97.5 percentiles. Pairing removes the problems' own
   difficulty from the noise, and it works with any number of samples per problem.
+- ``bootstrap_mean``: the same percentile bootstrap of the mean of any per-problem values
+  (the HTML report's pass@k intervals: per-problem unbiased pass@k, resampled over problems).
 - ``mcnemar_exact``: the p-value of "neither run is better": the exact two-sided sign test
   on the problems one run wins and the other wins (ties dropped). With one sample per
   problem this is McNemar's exact test on the discordant pairs; with several it is the
@@ -25,7 +27,7 @@ from math import comb, sqrt
 
 import numpy as np
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "Z95", "mcnemar_exact", "paired_bootstrap", "wilson"]
+__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "Z95", "bootstrap_mean", "mcnemar_exact", "paired_bootstrap", "wilson"]
 
 #: The normal quantile of a two-sided 95% interval.
 Z95 = 1.959963984540054
@@ -50,14 +52,22 @@ def wilson(rate: float, n: int, z: float = Z95) -> tuple[float, float]:
 def paired_bootstrap(
     differences: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float, float]:
-    """The percentile bootstrap 95% interval of the mean of per-problem ``differences``.
+    """The percentile bootstrap 95% interval of the mean of per-problem ``differences``
+    (:func:`bootstrap_mean` of them)."""
+    return bootstrap_mean(differences, resamples=resamples, seed=seed)
+
+
+def bootstrap_mean(
+    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float]:
+    """The percentile bootstrap 95% interval of the mean of per-problem ``values``.
 
     Procedure (tests repeat it): ``rng = numpy.random.default_rng(seed)``; draw the
     resamples' indices as ``rng.integers(0, n, size=(rows, n))`` in chunks of rows, in order;
     take each resample's mean; ``numpy.quantile(means, [0.025, 0.975])`` (linear).
     """
-    values = np.asarray(differences, dtype=float)
-    n = len(values)
+    data = np.asarray(values, dtype=float)
+    n = len(data)
     if n == 0:
         return (0.0, 0.0)
     rng = np.random.default_rng(seed)
@@ -65,7 +75,7 @@ def paired_bootstrap(
     means = np.empty(resamples)
     for start in range(0, resamples, step):
         rows = min(step, resamples - start)
-        means[start : start + rows] = values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+        means[start : start + rows] = data[rng.integers(0, n, size=(rows, n))].mean(axis=1)
     low, high = np.quantile(means, [0.025, 0.975])
     return (float(low), float(high))
 

@@ -23,6 +23,8 @@ from cvdp_gym.report.pages import (
 from cvdp_gym.report.plots import write_figures
 from cvdp_gym.report.stats import (
     ALWAYS,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
     NEVER,
     SOMETIMES,
     RunStats,
@@ -37,9 +39,10 @@ __all__ = ["SECTIONS", "write_html_report"]
 
 #: The section headings of each run (tests check they are all there).
 SECTIONS = (
-    "pass@1 by category and difficulty", "Consistency across samples", "Failure classes",
-    "Stage each failure stopped at", "Time per answer", "Problems",
+    "pass@k by category and difficulty", "Consistency across samples", "Failure classes",
+    "Stage each failure stopped at", "Time per answer", "Problems", "Domains",
 )
+PASS, CONSISTENCY, FAILURES, STAGES_, TIME, PROBLEMS, DOMAINS = SECTIONS
 INDEX = "index.html"
 IMAGES = "images"
 #: Slowest problems listed.
@@ -63,12 +66,43 @@ def _groups(summary: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
+def _passk_cells(g: dict[str, Any], ks: list[int]) -> list[str]:
+    cells = []
+    for k in ks:
+        value = g["pass@k"].get(k)
+        if value is None:
+            cells += ["-", "-"]
+        else:
+            low, high = value["ci95"]
+            cells += [esc(_pct(value["rate"])), esc(f"{_pct(low)}–{_pct(high)}")]
+    return cells
+
+
+def _passk_heads(ks: list[int]) -> list[str]:
+    return [h for k in ks for h in (f"pass@{k}", f"pass@{k} 95% CI (bootstrap)")]
+
+
 def _pass_table(summary: dict[str, Any]) -> str:
+    ks = summary["ks"]
     rows = [
-        [esc(name or kind), esc(g["problems"]), esc(g["samples"]), esc(_pct(g["pass@1"])), esc(_ci(g))]
+        [esc(name or kind), esc(g["problems"]), esc(g["samples"]), esc(_pct(g["pass@1"])), esc(_ci(g)), *_passk_cells(g, ks)]
         for kind, name, g in _groups(summary)
     ]
-    return table(["group", "problems", "samples", "pass@1", "95% CI (Wilson, over problems)"], rows)
+    return table(["group", "problems", "samples", "pass@1", "pass@1 95% CI (Wilson)", *_passk_heads(ks)], rows)
+
+
+def _domain_table(summary: dict[str, Any]) -> str:
+    ks = summary["ks"]
+    overall = summary["overall"]
+    failed_all = overall["samples"] - overall["passed_samples"]
+    rows = []
+    for name, g in summary["by_domain"].items():
+        failed = g["samples"] - g["passed_samples"]
+        share = f"{failed} ({_pct(failed / failed_all)})" if failed_all else "0"
+        rows.append([esc(name), esc(g["problems"]), esc(g["samples"]), esc(_pct(g["pass@1"])), esc(_ci(g)),
+                     *_passk_cells(g, ks), esc(share)])
+    return table(["domain", "problems", "samples", "pass@1", "pass@1 95% CI (Wilson)", *_passk_heads(ks),
+                  "failed samples (share of the run's failures)"], rows)
 
 
 def _consistency_table(summary: dict[str, Any]) -> str:
@@ -113,7 +147,7 @@ def _problem_rows(run: RunStats, number: int, out: Path, pages: dict[str, Path],
         links = " ".join(link(p, out, f"#{s}") for s, p in sorted(transcripts.get(pid, {}).items()))
         mean = sum(answer_seconds(r) for r in rs) / len(rs)
         rows.append([
-            link(pages[pid], out, pid), esc(first.get("category")), esc(first.get("difficulty")), esc(len(rs)),
+            link(pages[pid], out, pid), esc(first.get("category")), esc(first.get("difficulty")), esc(run.domains.get(pid)), esc(len(rs)),
             esc(passed), f'<span class="l">{verdicts}</span>', esc(stages), esc(f"{mean:.2f}"), links or "-",
         ])
     return rows
@@ -148,18 +182,26 @@ def _run_section(run: RunStats, number: int, out: Path) -> str:
         f"<p>folder {link(run.path, out, str(run.path))} · {link(run.path / RESULTS, out, RESULTS)}"
         f" · {link(run.path / 'report.md', out, 'report.md')} · {link(run.path / 'report.json', out, 'report.json')}</p>",
         f"<ul>{meta}{warnings}</ul>",
-        f'<h3 id="{anchor}-pass">{SECTIONS[0]}</h3>', _pass_table(summary), img("pass_rates", "pass@1 by category and difficulty"),
-        f'<h3 id="{anchor}-consistency">{SECTIONS[1]}</h3>',
+        f'<h3 id="{anchor}-pass">{PASS}</h3>',
+        "<p>pass@1: the mean over problems of the share of samples that passed, with Wilson's score interval over problems "
+        "(as report.json). pass@k: the unbiased estimator over the problems with at least k samples, with a percentile "
+        f"bootstrap interval over problems ({BOOTSTRAP_RESAMPLES:,} resamples, seed {BOOTSTRAP_SEED}).</p>",
+        _pass_table(summary), img("pass_rates", "pass@1 by category and difficulty"),
+        f'<h3 id="{anchor}-domains">{DOMAINS}</h3>',
+        "<p>Design domain of each problem: the first matching rule on the id's design name, else the prompt, else the "
+        "target module's ports (the rules: docs/evaluating.md, Reports).</p>",
+        _domain_table(summary), img("domains", "pass@1 by design domain"),
+        f'<h3 id="{anchor}-consistency">{CONSISTENCY}</h3>',
         "<p>Per problem, over its samples: never passed, passed in some samples only, passed in all.</p>",
         _consistency_table(summary), img("consistency", "consistency and failure stages by category"),
-        f'<h3 id="{anchor}-failures">{SECTIONS[2]}</h3>',
+        f'<h3 id="{anchor}-failures">{FAILURES}</h3>',
         "<p>Failed samples per verdict (share of the group's failed samples).</p>",
         _failure_table(summary, "failure_classes", classes),
-        f'<h3 id="{anchor}-stages">{SECTIONS[3]}</h3>',
+        f'<h3 id="{anchor}-stages">{STAGES_}</h3>',
         "<p>The first grader stage recorded as failed in the row's <code>grade.stages</code> (syntax includes the lint); "
         "<i>not graded</i>: no stage ran (request or grader error, unsupported).</p>",
         _failure_table(summary, "failure_stages", stages),
-        f'<h3 id="{anchor}-time">{SECTIONS[4]}</h3>',
+        f'<h3 id="{anchor}-time">{TIME}</h3>',
     ]
     if summary["has_time"]:
         what = "episode wall time" if summary["episodes"] else "grading wall time (wall_s)"
@@ -167,8 +209,8 @@ def _run_section(run: RunStats, number: int, out: Path) -> str:
     else:
         parts.append('<p class="muted">The rows record no time.</p>')
     parts += [
-        f'<h3 id="{anchor}-problems">{SECTIONS[5]}</h3>',
-        table(["problem", "category", "difficulty", "samples", "passed", "verdicts", "stopped at", "mean s", "transcripts"],
+        f'<h3 id="{anchor}-problems">{PROBLEMS}</h3>',
+        table(["problem", "category", "difficulty", "domain", "samples", "passed", "verdicts", "stopped at", "mean s", "transcripts"],
               _problem_rows(run, number, out, pages, transcripts)),
     ]
     return "\n".join(parts)

@@ -78,6 +78,12 @@ def write_figures(summary: dict[str, Any], images: Path, prefix: str) -> dict[st
         out["pass_rates"] = f"{prefix}-pass-rates.png"
         _save(plt, fig, images / out["pass_rates"])
 
+        if summary.get("by_domain"):
+            fig, ax = plt.subplots(figsize=(11, 3.8))
+            _pass_rates(ax, summary["by_domain"], "design domain")
+            out["domains"] = f"{prefix}-domains.png"
+            _save(plt, fig, images / out["domains"])
+
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
         _stacked(axes[0], summary["by_category"], "consistency", [ALWAYS, SOMETIMES, NEVER],
                  {ALWAYS: "tab:green", SOMETIMES: "tab:orange", NEVER: "tab:red"},

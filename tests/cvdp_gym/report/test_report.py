@@ -53,7 +53,7 @@ def grade_of(problem, outcome: str, seconds: float) -> GradeResult:
     return GradeResult(problem.id, stages, failure, "" if outcome == "pass" else f"{outcome} failed <b>", tests=tests, wall_s=seconds, log_tail="log <tail>")
 
 
-def write_run(out: Path, spec: dict[str, tuple[str, str, list[str]]], extra=lambda pid, sample: {}) -> Path:
+def write_run(out: Path, spec: dict[str, tuple[str, str, list[str]]], extra=lambda pid, sample: {}, ks=(1,)) -> Path:
     """A run folder: per problem (category, difficulty, outcome per sample)."""
     rows = []
     for number, (pid, (category, difficulty, outcomes)) in enumerate(spec.items()):
@@ -64,7 +64,7 @@ def write_run(out: Path, spec: dict[str, tuple[str, str, list[str]]], extra=lamb
     out.mkdir(parents=True)
     (out / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in rows))
     meta = {"source": "responses <answers>.jsonl", "dataset": "bundled", "reward": "shaped", "graded": len(rows), "wall_s": 1.0, "notes": []}
-    (out / "report.json").write_text(json.dumps(build_report(rows, [1], meta)))
+    (out / "report.json").write_text(json.dumps(build_report(rows, list(ks), meta)))
     return out
 
 
@@ -145,7 +145,7 @@ def test_counts_classes_and_stages_match_the_hand_made_rows(tmp_path):
     problem = (out / "run1" / "problems" / "p1.html").read_text()
     assert "answer &lt;p1&gt; 1" in problem and "log &lt;tail&gt;" in problem and "<details>" in problem
     assert check_links(out) == 1 + len(SPEC)
-    assert len(list((out / "images").glob("*.png"))) == 3
+    assert len(list((out / "images").glob("*.png"))) == 4
 
 
 def test_transcript_pages_for_episodes(tmp_path):
