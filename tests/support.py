@@ -6,13 +6,16 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -290,3 +293,54 @@ class RefusingSandbox:
                 if self.marker in path.read_text(encoding="utf-8", errors="replace"):
                     return True
         return False
+
+
+class _Links(HTMLParser):
+    """The link targets of one HTML page: ``(tag, target)`` of a/img/link/script."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if (tag, name) in (("a", "href"), ("img", "src"), ("link", "href"), ("script", "src")):
+                self.targets.append((tag, value or ""))
+
+
+def check_links(out: Path) -> int:
+    """Every relative link of every page under ``out`` resolves (files and in-page anchors),
+    nothing points off the machine, no script; returns the number of pages."""
+    pages = sorted(out.rglob("*.html"))
+    for page in pages:
+        text = page.read_text()
+        assert "<script" not in text, page
+        parser = _Links()
+        parser.feed(text)
+        for tag, target in parser.targets:
+            url = urlparse(target)
+            assert url.scheme in ("", "file") and not url.netloc, (page, target)
+            if not url.path:  # an anchor in the page
+                assert re.search(f'id="{re.escape(url.fragment)}"', text), (page, target)
+                continue
+            assert (page.parent / unquote(url.path)).exists(), (page, tag, target)
+    return len(pages)
+
+
+#: Where tests keep what a person should look at after a run (screenshots); git ignores it.
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+def render_in_chromium(page: Path, name: str, *, height: int = 2400) -> Path:
+    """Open ``page`` in headless Chromium (no network) and keep its screenshot as
+    ``test-artifacts/NAME``; the caller skips when Chromium is absent."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / name
+    shot.unlink(missing_ok=True)
+    done = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--window-size=1280,{height}",
+         f"--screenshot={shot}", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=90,
+    )
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    return shot

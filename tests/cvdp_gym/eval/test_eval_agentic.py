@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.base import make_grader
 from cvdp_gym.parsers import ToolCall, format_tool_call
 from tests.cvdp_gym.envs.test_agentic import PROBLEMS, render, scripted_actions
-from tests.support import serve_chat
+from tests.support import check_links, render_in_chromium, serve_chat
 
 pytestmark = pytest.mark.sandbox
 
@@ -213,6 +214,16 @@ def test_native_correct_agent_scores_one_with_transcripts_and_resume(agents, tmp
     assert episodes["mean_turns"] == pytest.approx(sum(len(scripted_actions(p)) for p in PROBLEMS) / 3)
     assert [e["id"] for e in report(out)["episodes"]] == [CRC8, PWM, RR] and all(e["episode_s"] > 0 for e in report(out)["episodes"])
     assert "## Agentic episodes" in (out / "report.md").read_text()
+
+    # The HTML report eval wrote: a transcript page per episode, every link resolving, and
+    # (where Chromium is installed) a screenshot kept in test-artifacts/ to look at.
+    html = out / "html"
+    pages = sorted((html / "run1" / "transcripts").glob("*.html"))
+    assert len(pages) == 3 and all("final diff" in page.read_text().lower() for page in pages)
+    assert check_links(html) >= 1 + 3 + 3  # index, a page per problem, a page per episode
+    if shutil.which("chromium"):
+        assert render_in_chromium(html / "index.html", "report-agentic.png").stat().st_size > 10_000
+        assert render_in_chromium(pages[0], "report-agentic-transcript.png").stat().st_size > 10_000
 
 
 def check_native_transcript(transcript: dict[str, Any], problem_id: str, actions: list[dict]) -> None:

@@ -32,7 +32,8 @@ from cvdp_gym.report.stats import (
     problem_domains,
     summarize,
 )
-from tests.cvdp_gym.report.test_report import SPEC, check_links, write_run
+from tests.cvdp_gym.report.test_report import SPEC, write_run
+from tests.support import check_links
 
 CVDP = {
     "cvdp_copilot_16qam_mapper_0001": ARITHMETIC,

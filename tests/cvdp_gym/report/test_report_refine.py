@@ -13,8 +13,7 @@ import pytest
 
 from cvdp_gym.report import write_html_report
 from tests.cvdp_gym.eval.test_eval_refine import ScriptedAnswerers, run_eval
-from tests.cvdp_gym.report.test_report import check_links
-from tests.support import serve_chat
+from tests.support import check_links, serve_chat
 
 pytestmark = pytest.mark.sandbox
 
