@@ -27,6 +27,7 @@ from cvdp_gym.data.patch import apply_multi_patch
 from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.base import make_grader
 from cvdp_gym.parsers import ToolCall, format_tool_call
+from cvdp_gym.report import SECTIONS
 from tests.cvdp_gym.envs.test_agentic import PROBLEMS, render, scripted_actions
 from tests.support import check_links, render_in_chromium, serve_chat
 
@@ -221,6 +222,8 @@ def test_native_correct_agent_scores_one_with_transcripts_and_resume(agents, tmp
     pages = sorted((html / "run1" / "transcripts").glob("*.html"))
     assert len(pages) == 3 and all("final diff" in page.read_text().lower() for page in pages)
     assert check_links(html) >= 1 + 3 + 3  # index, a page per problem, a page per episode
+    index = (html / "index.html").read_text()
+    assert all(section in index for section in SECTIONS)
     if shutil.which("chromium"):
         assert render_in_chromium(html / "index.html", "report-agentic.png").stat().st_size > 10_000
         assert render_in_chromium(pages[0], "report-agentic-transcript.png").stat().st_size > 10_000
