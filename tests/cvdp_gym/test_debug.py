@@ -158,3 +158,31 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     not_debug.mkdir()
     (not_debug / "x").write_text("x")
     assert "not a debug folder" in one_line_error(run_cli("debug", PID, "--out", str(not_debug), "--rerun"))
+
+
+@pytest.mark.sandbox
+def test_a_repository_problem_and_an_agentic_one(toolchain, tmp_path):
+    """A repository-context problem (repository and bundle built here): the folder holds the
+    repository at the problem's commit; the fixed design passes, the buggy one fails its
+    tests. And a bundled agentic problem's reference passes."""
+    from cvdp_gym.data.repos import CACHE_ENV
+    from tests.support import HEAVY_FIXED, HEAVY_WRONG, make_heavy_problem
+
+    record, repos = make_heavy_problem(tmp_path)
+    dataset = tmp_path / "heavy.jsonl"
+    dataset.write_text(json.dumps(record) + "\n")
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache")}
+    for name, design, verdict in (("fixed", HEAVY_FIXED, "passed"), ("wrong", HEAVY_WRONG, "test_failure")):
+        answer = tmp_path / f"answer-{name}" / "rtl"
+        answer.mkdir(parents=True)
+        (answer / "adder.sv").write_text(design)
+        out = tmp_path / f"d-{name}"
+        done = subprocess.run(
+            [*CLI, "debug", record["id"], "--dataset", str(dataset), "--repos", repos, "--answer", str(answer.parent),
+             "--out", str(out), "--rerun"], capture_output=True, text=True, timeout=300, env=env,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"verdict: {verdict}\n" in done.stdout, done.stdout
+        assert (out / "commands.sh").is_file()
+    agentic = run_cli("debug", "cvdp_gym_agentic_crc8_0001", "--out", str(tmp_path / "d-agentic"), "--rerun")
+    assert agentic.returncode == 0 and "verdict: passed\n" in agentic.stdout, agentic.stdout + agentic.stderr
