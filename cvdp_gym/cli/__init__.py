@@ -13,6 +13,7 @@ each command lives in the module of its group, options shared by several command
 - ``compare``: :mod:`cvdp_gym.cli.compare` (its library logic: :mod:`cvdp_gym.eval.compare`)
 - ``debug``: :mod:`cvdp_gym.cli.debug` (its library logic: :mod:`cvdp_gym.debug`)
 - ``report``: :mod:`cvdp_gym.cli.report` (its library logic: :mod:`cvdp_gym.report`)
+- ``serve``: :mod:`cvdp_gym.cli.serve` (its library logic: :mod:`cvdp_gym.service`)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
 from cvdp_gym.cli.parity import parity_command
 from cvdp_gym.cli.report import report_command
+from cvdp_gym.cli.serve import serve_command
 from cvdp_gym.cli.toolchain import doctor, toolchain_docker_image, toolchain_install, toolchain_path
 
 __all__ = ["app"]
@@ -51,3 +53,4 @@ app.command("coverage")(coverage_command)
 app.command("parity")(parity_command)
 app.command("debug")(debug_command)
 app.command("report")(report_command)
+app.command("serve")(serve_command)

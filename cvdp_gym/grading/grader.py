@@ -258,6 +258,15 @@ class Grader:
     #: The verdict of an answer that was not graded by the deadline.
     late_result = staticmethod(late_result)
 
+    def close(self) -> None:
+        """Cancel the jobs still running (their sandboxes killed) and close the executors;
+        a grader with no executor and no deadline ever given has nothing to close."""
+        with self._waiter_lock:
+            waiter, self._waiter = self._waiter, None
+        for executor in (self.executor, waiter):
+            if executor is not None:
+                executor.close()
+
     def grade_here(
         self, problem: Problem, files: dict[str, str], workspace: Path | None = None, *, seed: int | None = None
     ) -> GradeResult:

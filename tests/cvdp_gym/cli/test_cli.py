@@ -103,7 +103,7 @@ COMMANDS = _leaf_commands(typer.main.get_command(app))
 
 def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
-        "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug", "report",
+        "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug", "report", "serve",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
     }
 
@@ -123,9 +123,10 @@ def test_help_lists_every_option(words):
 # of results, debug's a workspace folder (its --force replaces it, toolchain install's rebuilds);
 # report's --out is the HTML report's folder (compare's holds compare.json and compare.md);
 # parity's --dataset takes fewer kinds than debug's;
-# `toolchain install --toolchain` says what gets built (and defaults to root).
+# `toolchain install --toolchain` says what gets built (and defaults to root);
+# serve's --cache defaults to the user cache (every request shares it), eval's to none.
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
-             ("toolchain install", "--toolchain")}
+             ("toolchain install", "--toolchain"), ("serve", "--cache")}
 
 
 def test_an_option_several_commands_take_says_the_same_everywhere():

@@ -1,0 +1,187 @@
+"""The grading service's FastAPI application: ``create_app(ServiceConfig(...))``.
+
+Routes: ``POST /v1/grade``, ``GET /v1/problems``, ``GET /healthz``, ``GET /metrics``,
+FastAPI's ``/docs`` and ``/openapi.json``, and the NeMo-Gym resources-server routes of
+:mod:`cvdp_gym.service.nemo` (``/seed_session``, ``/verify``, ``/aggregate_metrics``).
+
+Safety, in one ASGI middleware (``_Guard``) in front of every route: a bearer token (when
+one is set; ``/healthz``, ``/docs`` and ``/openapi.json`` stay open), a body-size limit
+(413), and the request counters of ``/metrics``. Grading jobs go through a bounded queue:
+``workers`` grade at once, ``queue`` more wait, and one beyond that is answered 429 with
+``Retry-After``. Every job is graded with a deadline (the request's ``deadline_s``, capped
+by and defaulting to the server's ``deadline_s``): a job still running then is cancelled,
+its sandbox killed, and scored ``timeout``, never cached (``Grader``'s own deadline
+handling). The grader's result cache is shared by every request. On shutdown the grader's
+executors are closed, which kills the sandboxes still running.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from cvdp_gym.errors import CvdpGymError, UnavailableError, UnknownProblemError
+from cvdp_gym.service import nemo
+from cvdp_gym.service.core import (
+    OPEN_PATHS,
+    TOKEN_ENV,
+    GradingService,
+    ServiceConfig,
+    answer_of,
+    error,
+    queue_full,
+)
+from cvdp_gym.service.models import GradeAnswer, GradeRequest, ProblemList, ProblemSummary
+
+__all__ = ["TOKEN_ENV", "ServiceConfig", "create_app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def create_app(config: ServiceConfig) -> FastAPI:
+    """The application; serve it with uvicorn (``cvdp-gym serve`` does)."""
+    service = GradingService(config)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        service.close()
+
+    app = FastAPI(
+        title="cvdp-gym grading service",
+        summary="Grade answers to CVDP problems with their cocotb harnesses.",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+
+    @app.exception_handler(UnknownProblemError)
+    async def unknown_problem(_request: Any, exc: UnknownProblemError) -> JSONResponse:
+        return error(404, str(exc.args[0]) if exc.args else "unknown problem")
+
+    @app.exception_handler(UnavailableError)
+    async def unavailable(_request: Any, exc: UnavailableError) -> JSONResponse:
+        return error(503, str(exc))
+
+    @app.exception_handler(CvdpGymError)
+    async def bad_input(_request: Any, exc: CvdpGymError) -> JSONResponse:
+        return error(422, str(exc.args[0]) if exc.args else type(exc).__name__)
+
+    @app.get("/healthz", summary="Liveness: ok while the server takes requests")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "problems": len(service.problems), "queue_depth": config.metrics.queue_depth}
+
+    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus counters")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(config.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/v1/problems", response_model=ProblemList, summary="The problems this server grades")
+    async def problems() -> ProblemList:
+        return ProblemList(
+            dataset=config.dataset.source, count=len(service.problems),
+            problems=[
+                ProblemSummary(id=p.id, category=p.category, difficulty=p.difficulty, agentic=p.agentic,
+                               scoring=p.scoring, targets=list(p.targets), unsupported=p.unsupported)
+                for p in service.problems.values()
+            ],
+        )
+
+    @app.post(
+        "/v1/grade", response_model=GradeAnswer, summary="Grade one answer",
+        responses={404: {"description": "Unknown problem id"}, 429: {"description": "Queue full (see Retry-After)"},
+                   413: {"description": "Body too large"}},
+    )
+    async def grade(body: GradeRequest) -> Any:
+        problem = service.problem(body.problem_id)
+        if not service.admit():
+            return queue_full(service)
+        result, queued, total = await service.grade(
+            problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed
+        )
+        return answer_of(result, body.reward, queued, total)
+
+    nemo.add_routes(app, service)
+    app.add_middleware(_Guard, config=config)
+    return app
+
+
+class _Guard:
+    """Pure ASGI middleware: token check, body-size limit, request counters."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], config: ServiceConfig) -> None:
+        self.app = app
+        self.config = config
+        self.expected = f"Bearer {config.token}".encode() if config.token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = [500]
+
+        async def counted_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._guarded(scope, receive, counted_send)
+        finally:
+            route = scope.get("route")  # set by the router; unmatched paths are one label, not many
+            self.config.metrics.request(scope["method"], getattr(route, "path", None) or "unmatched", status[0])
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope["headers"])
+        if self.expected is not None and scope["path"] not in OPEN_PATHS:
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
+                return
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            limit = self.config.max_body
+            length = headers.get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > limit):
+                await _reply(send, 413, f"request body over {limit} bytes")
+                return
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                size += len(message.get("body", b""))
+                if size > limit:
+                    await _reply(send, 413, f"request body over {limit} bytes")
+                    return
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+            body = b"".join(chunks)
+            sent = False
+
+            async def replay() -> Message:
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            await self.app(scope, replay, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _reply(send: Send, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps({"detail": message}).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})

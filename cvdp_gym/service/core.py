@@ -1,0 +1,154 @@
+"""The grading service's core, under the routes: ``ServiceConfig``, ``GradingService`` (the
+bounded queue of grading jobs, rewards, counters) and the answers' shapes."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from fastapi.responses import JSONResponse
+
+from cvdp_gym.data.problems import Dataset, Problem
+from cvdp_gym.errors import ConfigError, UnknownProblemError
+from cvdp_gym.grading import Grader, GradeResult
+from cvdp_gym.grading.rewards import REWARDS
+from cvdp_gym.service.metrics import Metrics
+from cvdp_gym.service.models import GradeAnswer, RewardKind
+
+#: Routes open without the token: liveness probes and the API's own description.
+OPEN_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+TOKEN_ENV = "CVDP_GYM_SERVE_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """``127.0.0.1``, ``::1``, ``localhost``: only this machine can connect."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class ServiceConfig:
+    """What the service grades with and how much it takes.
+
+    ``workers``: answers graded at once; ``queue``: answers admitted to wait beyond those
+    (one more is answered 429); ``max_body``: largest request body, bytes (413 beyond);
+    ``deadline_s``: the longest a grade may take (and the default of a request that names
+    none); ``retry_after_s``: the ``Retry-After`` of a 429; ``token``: the bearer token
+    (None: none asked; only allowed on a loopback host, see ``check_host``).
+    """
+
+    grader: Grader
+    dataset: Dataset
+    workers: int = 2
+    queue: int = 64
+    max_body: int = 4 * 1024 * 1024
+    deadline_s: float = 600.0
+    retry_after_s: int = 1
+    token: str | None = None
+    metrics: Metrics = field(default_factory=Metrics)
+
+    def check_host(self, host: str) -> None:
+        """Refuse to serve a non-loopback host without a token."""
+        if not self.token and not is_loopback(host):
+            raise ConfigError(f"--host {host} is not a loopback address: set --token or ${TOKEN_ENV}")
+
+
+class GradingService:
+    """The grader behind the routes: lookups, the bounded queue, rewards, counters."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        if config.workers < 1 or config.queue < 0:
+            raise ConfigError("workers must be at least 1 and queue at least 0")
+        self.config = config
+        self.grader = config.grader
+        self.metrics = config.metrics
+        self.problems: dict[str, Problem] = {p.id: p for p in config.dataset}
+        self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="serve")
+        self._admitted = 0  # waiting + running; touched on the event loop only
+        self.closed = False
+
+    def problem(self, problem_id: str) -> Problem:
+        try:
+            return self.problems[problem_id]
+        except KeyError:
+            raise UnknownProblemError(f"no problem {problem_id!r} in {self.config.dataset.source or 'this dataset'}") from None
+
+    @property
+    def capacity(self) -> int:
+        return self.config.workers + self.config.queue
+
+    def admit(self) -> bool:
+        if self._admitted >= self.capacity:
+            self.metrics.rejected += 1
+            return False
+        self._admitted += 1
+        self.metrics.queue_depth = self._admitted - self.metrics.running
+        return True
+
+    async def grade(
+        self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None,
+        deadline_s: float | None = None, seed: int | None = None,
+    ) -> tuple[GradeResult, float, float]:
+        """Grade an admitted answer (``admit()`` first); the verdict, seconds queued, seconds in all."""
+        start = time.monotonic()
+        limit = min(deadline_s or self.config.deadline_s, self.config.deadline_s)
+        deadline = time.time() + limit
+        waited = 0.0
+
+        def run() -> GradeResult:
+            nonlocal waited
+            waited = time.monotonic() - start
+            self.metrics.running += 1
+            self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
+            try:
+                if files is not None:
+                    return self.grader.grade_files(problem, files, deadline=deadline, seed=seed)
+                return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed)
+            finally:
+                self.metrics.running -= 1
+
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
+        finally:
+            self._admitted -= 1
+            self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
+        total = time.monotonic() - start
+        self.metrics.graded(total, result.verdict, result.cached)
+        return result, waited, total
+
+    def close(self) -> None:
+        """Stop taking jobs and kill the sandboxes still running."""
+        self.closed = True
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.grader.close()
+
+
+def answer_of(result: GradeResult, reward: RewardKind, queued: float, total: float) -> GradeAnswer:
+    rewards = {name: float(fn(result)) for name, fn in REWARDS.items()}
+    return GradeAnswer(
+        problem_id=result.problem_id, reward=rewards[reward], reward_kind=reward, rewards=rewards,
+        verdict=result.verdict, failure_class=result.failure_class, passed=result.passed, reason=result.reason,
+        tests=vars(result.tests), stages=[vars(s) for s in result.stages], failures=result.failures,
+        cached=result.cached, late=result.late, excluded=result.excluded, infra_failure=result.infra_failure,
+        seed=result.seed, queue_s=queued, grade_s=result.wall_s, total_s=total, extraction=result.extraction,
+    )
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """A one-line error body, ``{"detail": message}`` (FastAPI's own shape)."""
+    return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+
+def queue_full(service: GradingService) -> JSONResponse:
+    return error(
+        429, f"the grading queue is full ({service.capacity} jobs); retry later",
+        {"Retry-After": str(max(1, math.ceil(service.config.retry_after_s)))},
+    )

@@ -1,0 +1,89 @@
+"""The service's request and answer bodies (pydantic models: FastAPI validates them, 422 on
+a wrong shape, and writes them into ``/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cvdp_gym.errors import ConfigError
+
+RewardKind = Literal["shaped", "partial", "binary"]
+
+
+class GradeRequest(BaseModel):
+    """One answer to grade: a model's text ``response`` (its code blocks are extracted as
+    grading does) or the ``files`` an agent wrote (workspace path → text), not both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem_id: str = Field(min_length=1, max_length=500)
+    response: str | None = None
+    files: dict[str, str] | None = None
+    reward: RewardKind = "shaped"
+    deadline_s: float | None = Field(default=None, gt=0, description="Seconds to grade by (the server's limit caps it); a job still running then is cancelled and scored timeout.")
+    seed: int | None = Field(default=None, description="Harness seed of a randomised harness (default: the server's).")
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> GradeRequest:
+        if (self.response is None) == (self.files is None):
+            raise ConfigError("give exactly one of 'response' (a model's text) or 'files' (path -> text)")
+        return self
+
+
+class StageModel(BaseModel):
+    name: str
+    passed: bool | None
+    detail: str = ""
+    seconds: float = 0.0
+
+
+class TestsModel(BaseModel):
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+class GradeAnswer(BaseModel):
+    """The verdict on one answer, and its reward."""
+
+    problem_id: str
+    reward: float
+    reward_kind: RewardKind
+    #: Every reward kind's value (the shaping's parts are in ``stages``).
+    rewards: dict[str, float]
+    verdict: str
+    failure_class: str | None
+    passed: bool
+    reason: str
+    tests: TestsModel
+    stages: list[StageModel]
+    failures: list[dict[str, str]] = []
+    cached: bool
+    late: bool
+    excluded: bool
+    infra_failure: bool
+    seed: int | None = None
+    #: Seconds: waiting for a grading slot, grading (the grader's own wall time), in all.
+    queue_s: float
+    grade_s: float
+    total_s: float
+    extraction: dict[str, Any] = {}
+
+
+class ProblemSummary(BaseModel):
+    id: str
+    category: str
+    difficulty: str | None
+    agentic: bool
+    scoring: str
+    targets: list[str]
+    unsupported: str | None = None
+
+
+class ProblemList(BaseModel):
+    dataset: str
+    count: int
+    problems: list[ProblemSummary]

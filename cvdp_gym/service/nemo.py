@@ -1,0 +1,111 @@
+"""NeMo-Gym resources-server routes: ``/seed_session``, ``/verify``, ``/aggregate_metrics``.
+
+Shapes written from NeMo-Gym's ``nemo_gym/base_resources_server.py`` (its package needs
+Python 3.13, so it is not a dependency): a verify request is ``BaseVerifyRequest``
+(``responses_create_params``, ``response``: an OpenAI Responses API response) plus the
+task's metadata, here ``verifier_metadata: {problem_id, rtl_files?}``; the answer echoes the
+request and adds ``reward`` and ``BaseVerifyResponse``'s ``mask_sample``, ``failure_kind``,
+``failure_reason`` (and ``BaseMultiRewardVerifyResponse``'s ``reward_components``), plus
+this service's verdict fields. ``/aggregate_metrics`` takes ``{"verify_responses": [...]}``
+and answers ``AggregateMetrics`` (``group_level_metrics``, ``agent_metrics``, ``key_metrics``).
+The Responses API objects are kept as free JSON (only ``response.output``'s text is read).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, ConfigDict, Field
+
+from cvdp_gym.service.core import GradingService, answer_of, queue_full
+from cvdp_gym.service.models import RewardKind
+
+
+class VerifierMetadata(BaseModel):
+    problem_id: str = Field(min_length=1, max_length=500)
+    #: Files the agent wrote (path → text): graded instead of the response's text.
+    rtl_files: dict[str, str] | None = None
+    reward: RewardKind = "shaped"
+    deadline_s: float | None = Field(default=None, gt=0)
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    responses_create_params: dict[str, Any]
+    response: dict[str, Any]
+    verifier_metadata: VerifierMetadata
+
+
+class AggregateMetricsRequest(BaseModel):
+    verify_responses: list[dict[str, Any]]
+
+
+def response_text(response: dict[str, Any]) -> str:
+    """The text of a Responses API response: its ``output_text``, else every message's
+    ``output_text`` parts in order."""
+    if isinstance(response.get("output_text"), str) and response["output_text"]:
+        return response["output_text"]
+    parts: list[str] = []
+    for item in response.get("output") or []:
+        if isinstance(item, dict) and item.get("type", "message") == "message":
+            for content in item.get("content") or []:
+                if isinstance(content, dict) and content.get("type") == "output_text":
+                    parts.append(str(content.get("text", "")))
+    return "\n".join(parts)
+
+
+def add_routes(app: FastAPI, service: GradingService) -> None:
+    @app.post("/seed_session", tags=["nemo-gym"], summary="NeMo-Gym: start a session (nothing to set up)")
+    async def seed_session(body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {}
+
+    @app.post("/verify", tags=["nemo-gym"], summary="NeMo-Gym: grade a rollout's response")
+    async def verify(body: VerifyRequest) -> Any:
+        meta = body.verifier_metadata
+        problem = service.problem(meta.problem_id)
+        if not service.admit():
+            return queue_full(service)
+        if meta.rtl_files is not None:
+            result, queued, total = await service.grade(problem, files=meta.rtl_files, deadline_s=meta.deadline_s)
+        else:
+            result, queued, total = await service.grade(problem, response=response_text(body.response), deadline_s=meta.deadline_s)
+        answer = answer_of(result, meta.reward, queued, total)
+        stages = {s.name: float(bool(s.passed)) for s in answer.stages}
+        return {
+            **body.model_dump(),
+            "reward": answer.reward,
+            "reward_components": {**stages, "test_fraction": result.test_fraction},
+            "mask_sample": result.infra_failure or result.excluded,
+            "failure_kind": None if result.passed else result.failure_class,
+            "failure_reason": None if result.passed else result.reason,
+            "passed": answer.passed,
+            "verdict": answer.verdict,
+            "tests": answer.tests.model_dump(),
+            "cached": answer.cached,
+            "grade_s": answer.grade_s,
+        }
+
+    @app.post("/aggregate_metrics", tags=["nemo-gym"], summary="NeMo-Gym: reward and pass rate per problem and overall")
+    async def aggregate_metrics(body: AggregateMetricsRequest) -> dict[str, Any]:
+        by_problem: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in body.verify_responses:
+            meta = row.get("verifier_metadata") or {}
+            by_problem[str(meta.get("problem_id", row.get("problem_id", "")))].append(row)
+
+        def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+            rewards = [float(r.get("reward", 0.0)) for r in rows]
+            return {
+                "count": len(rows),
+                "mean/reward": sum(rewards) / len(rewards) if rewards else 0.0,
+                "pass_rate": sum(bool(r.get("passed")) for r in rows) / len(rows) if rows else 0.0,
+            }
+
+        overall = summary(body.verify_responses)
+        return {
+            "group_level_metrics": [{"problem_id": pid, **summary(rows)} for pid, rows in sorted(by_problem.items())],
+            "agent_metrics": overall,
+            "key_metrics": {"mean/reward": overall["mean/reward"], "pass_rate": overall["pass_rate"]},
+        }
