@@ -196,6 +196,26 @@ class Grader:
         self._store(key, result)
         return result
 
+    def cached_verdict(
+        self, problem: Problem, *, response: str | None = None, files: Mapping[str, str] | None = None, seed: int | None = None
+    ) -> GradeResult | None:
+        """The verdict the cache already holds on an answer (``response`` or ``files``), or
+        None; grades nothing (a service answers cache hits without queueing them)."""
+        if self.cache is None or problem.scoring != SCORING_HARNESS:
+            return None
+        seed = self.harness_seed if seed is None else seed
+        if self.seeds > 1 and harness_randomness(problem.harness):
+            return None
+        info = None
+        if files is None:
+            files, info, failed = self._extract(problem, response or "")
+            if failed is not None:
+                return None
+        result = self._cached(self._cache_key(problem, files, seed))
+        if result is not None and info is not None:
+            result.extraction = info
+        return result
+
     def _cache_key(self, problem: Problem, files: Mapping[str, str], seed: int | None = None) -> str | None:
         """The verdict's cache key; None (not cached) for a randomised harness run unseeded."""
         if self.cache is None:

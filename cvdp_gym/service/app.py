@@ -6,7 +6,8 @@ FastAPI's ``/docs`` and ``/openapi.json``, and the NeMo-Gym resources-server rou
 
 Safety, in one ASGI middleware (``_Guard``) in front of every route: a bearer token (when
 one is set; ``/healthz``, ``/docs`` and ``/openapi.json`` stay open), a body-size limit
-(413), and the request counters of ``/metrics``. Grading jobs go through a bounded queue:
+(413), and the request counters of ``/metrics``. An answer the result cache holds is answered at once;
+other grading jobs go through a bounded queue:
 ``workers`` grade at once, ``queue`` more wait, and one beyond that is answered 429 with
 ``Retry-After``. Every job is graded with a deadline (the request's ``deadline_s``, capped
 by and defaulting to the server's ``deadline_s``): a job still running then is cancelled,
@@ -101,6 +102,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     )
     async def grade(body: GradeRequest) -> Any:
         problem = service.problem(body.problem_id)
+        hit = service.cached(problem, response=body.response, files=body.files, seed=body.seed)
+        if hit is not None:
+            return answer_of(hit, body.reward, 0.0, hit.wall_s)
         if not service.admit():
             return queue_full(service)
         result, queued, total = await service.grade(

@@ -66,12 +66,14 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
     async def verify(body: VerifyRequest) -> Any:
         meta = body.verifier_metadata
         problem = service.problem(meta.problem_id)
-        if not service.admit():
+        text = None if meta.rtl_files is not None else response_text(body.response)
+        result = service.cached(problem, response=text, files=meta.rtl_files)
+        if result is not None:
+            queued, total = 0.0, result.wall_s
+        elif not service.admit():
             return queue_full(service)
-        if meta.rtl_files is not None:
-            result, queued, total = await service.grade(problem, files=meta.rtl_files, deadline_s=meta.deadline_s)
         else:
-            result, queued, total = await service.grade(problem, response=response_text(body.response), deadline_s=meta.deadline_s)
+            result, queued, total = await service.grade(problem, response=text, files=meta.rtl_files, deadline_s=meta.deadline_s)
         answer = answer_of(result, meta.reward, queued, total)
         stages = {s.name: float(bool(s.passed)) for s in answer.stages}
         return {

@@ -196,8 +196,18 @@ def test_a_full_queue_answers_429_with_retry_after_then_recovers(runner, tmp_pat
             body = {"problem_id": EDGE.id, "files": unique(EDGE.reference, 100 + n)}
             return httpx.post(f"{server.url}/v1/grade", json=body, timeout=120)
 
-        with ThreadPoolExecutor(6) as pool:
-            replies = list(pool.map(post, range(6)))
+        known = {"problem_id": EDGE.id, "files": EDGE.reference}
+        assert httpx.post(f"{server.url}/v1/grade", json=known, timeout=120).status_code == 200
+
+        def cached(_n: int) -> httpx.Response:
+            return httpx.post(f"{server.url}/v1/grade", json=known, timeout=120)
+
+        with ThreadPoolExecutor(9) as pool:
+            burst = [pool.submit(post, n) for n in range(6)]
+            during = [pool.submit(cached, n) for n in range(3)]
+            replies, hits = [f.result() for f in burst], [f.result() for f in during]
+        # A cache hit is answered at once, never queued nor refused.
+        assert [(h.status_code, h.json()["cached"]) for h in hits] == [(200, True)] * 3
         statuses = sorted(r.status_code for r in replies)
         assert set(statuses) == {200, 429} and statuses.count(200) >= 2, statuses
         throttled = next(r for r in replies if r.status_code == 429)
