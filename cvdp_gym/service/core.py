@@ -4,9 +4,11 @@ bounded queue of grading jobs, rewards, counters) and the answers' shapes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -109,38 +111,53 @@ class GradingService:
         self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None,
         deadline_s: float | None = None, seed: int | None = None,
     ) -> tuple[GradeResult, float, float]:
-        """Grade an admitted answer (``admit()`` first); the verdict, seconds queued, seconds in all."""
+        """Grade an admitted answer (``admit()`` first); the verdict, seconds queued, seconds in all.
+
+        The job's slot is given back when the job ends, not when the request does: a client
+        that hangs up leaves its job running to its deadline, and it still counts."""
         start = time.monotonic()
         limit = min(deadline_s or self.config.deadline_s, self.config.deadline_s)
         deadline = time.time() + limit
         waited = 0.0
+        ran = False
+        loop = asyncio.get_running_loop()
 
         def run() -> GradeResult:
-            nonlocal waited
-            waited = time.monotonic() - start
-            self.metrics.running += 1
-            self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
-            try:
-                if files is not None:
-                    return self.grader.grade_files(problem, files, deadline=deadline, seed=seed)
-                return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed)
-            finally:
-                self.metrics.running -= 1
+            nonlocal waited, ran
+            waited, ran = time.monotonic() - start, True
+            _tell(loop, self._started)
+            if files is not None:
+                return self.grader.grade_files(problem, files, deadline=deadline, seed=seed)
+            return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed)
 
-        try:
-            result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
-        finally:
-            self._admitted -= 1
-            self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
+        job = self._pool.submit(run)
+        job.add_done_callback(lambda _done: _tell(loop, self._ended, ran))
+        result = await asyncio.wrap_future(job)
         total = time.monotonic() - start
         self.metrics.graded(total, result.verdict, result.cached)
         return result, waited, total
+
+    def _started(self) -> None:  # on the event loop, as every count of the queue
+        self.metrics.running += 1
+        self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
+
+    def _ended(self, ran: bool) -> None:
+        self._admitted -= 1
+        if ran:
+            self.metrics.running -= 1
+        self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
 
     def close(self) -> None:
         """Stop taking jobs and kill the sandboxes still running."""
         self.closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.grader.close()
+
+
+def _tell(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: object) -> None:
+    """Run ``fn(*args)`` on the event loop from a worker thread (nothing once it is closed: shutdown)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def answer_of(result: GradeResult, reward: RewardKind, queued: float, total: float) -> GradeAnswer:
