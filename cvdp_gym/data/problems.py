@@ -38,6 +38,11 @@ SCORING_BY_CATEGORY = {"cid006": SCORING_BLEU, "cid008": SCORING_BLEU, "cid009":
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
+def difficulty_order(name: str) -> tuple[int, str]:
+    """Sort key of a difficulty: easy, medium, hard, then anything else by name."""
+    return (DIFFICULTIES.index(name) if name in DIFFICULTIES else len(DIFFICULTIES), name)
+
+
 @dataclass(frozen=True)
 class RepoRef:
     """The git repository and commit a repository-context problem starts from."""

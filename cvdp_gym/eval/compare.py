@@ -36,6 +36,7 @@ from cvdp_gym.eval.intervals import (
     paired_bootstrap,
     wilson,
 )
+from cvdp_gym.eval.passk import problem_counts
 from cvdp_gym.eval.run import RESULTS
 from cvdp_gym.grading.result import NOT_JUDGED
 from cvdp_gym.jsonl import decode_line, parse_json
@@ -61,6 +62,8 @@ class RunData:
     settings: dict[str, Any]
     samples: int
     warnings: list[str] = field(default_factory=list)
+    #: The rows kept (the last of each ``(id, sample)``, judged answers only), by problem and sample.
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     def rate(self, problem: str) -> float:
         n, c = self.counts[problem]
@@ -89,17 +92,16 @@ def read_run(path: str | Path) -> RunData:
         warnings.append(f"{results}: {len(rows) - len(kept)} answer(s) not judged (cid009/cid010 without a judge) left out, as eval leaves them out")
     if not kept:
         raise RunDirError(f"{results}: no graded answers")
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    ordered = [row for _, row in sorted(kept.items())]
+    counts = problem_counts(ordered)
     categories: dict[str, str] = {}
-    for (problem, _), row in sorted(kept.items()):
-        counts[problem][0] += 1
-        counts[problem][1] += row["passed"]
-        categories.setdefault(problem, row.get("category") or UNKNOWN)
+    for row in ordered:
+        categories.setdefault(row["id"], row.get("category") or UNKNOWN)
     settings = _settings(path, warnings)
     per_problem = sorted({n for n, _ in counts.values()})
     spread = str(per_problem[0]) if len(per_problem) == 1 else f"{per_problem[0]}-{per_problem[-1]}"
     settings["graded samples per problem"] = spread
-    return RunData(path, dict(counts), categories, settings, len(kept), warnings)
+    return RunData(path, counts, categories, settings, len(kept), warnings, ordered)
 
 
 def _read_rows(results: Path, warnings: list[str]) -> dict[tuple[str, int], dict[str, Any]]:

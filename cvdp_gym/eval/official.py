@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from cvdp_gym.data.problems import COMPREHENSION_CATEGORIES, DIFFICULTIES
+from cvdp_gym.data.problems import COMPREHENSION_CATEGORIES, difficulty_order
 from cvdp_gym.eval.passk import pass_at_k
 
 Row = dict[str, Any]
@@ -76,10 +76,6 @@ def _group(values: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _difficulty_order(name: str) -> tuple[int, str]:
-    return (DIFFICULTIES.index(name) if name in DIFFICULTIES else len(DIFFICULTIES), name)
-
-
 def official_table(rows: list[Row], k: int) -> list[dict[str, Any]]:
     """Rows of the official table at ``k``: each category × difficulty, each category's
     total, each difficulty's total, then everything (``category`` ``all``)."""
@@ -88,11 +84,11 @@ def official_table(rows: list[Row], k: int) -> list[dict[str, Any]]:
     categories = sorted({v["category"] for v in values})
     for category in categories:
         mine = [v for v in values if v["category"] == category]
-        for difficulty in sorted({v["difficulty"] for v in mine}, key=_difficulty_order):
+        for difficulty in sorted({v["difficulty"] for v in mine}, key=difficulty_order):
             table.append({"category": category, "difficulty": difficulty, "score": is_score_category(category),
                           **_group([v for v in mine if v["difficulty"] == difficulty])})
         table.append({"category": category, "difficulty": TOTAL, "score": is_score_category(category), **_group(mine)})
-    for difficulty in sorted({v["difficulty"] for v in values}, key=_difficulty_order):
+    for difficulty in sorted({v["difficulty"] for v in values}, key=difficulty_order):
         table.append({"category": OVERALL, "difficulty": difficulty, "score": False,
                       **_group([v for v in values if v["difficulty"] == difficulty])})
     table.append({"category": OVERALL, "difficulty": TOTAL, "score": False, **_group(values)})

@@ -12,14 +12,26 @@ A problem with fewer than k samples has no estimate for that k and is left out o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import comb
+from typing import Any
 
 from cvdp_gym.errors import ConfigError
 
 #: Default k values: the usual ladder, cut at the largest sample count.
 K_LADDER = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+def problem_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """``[samples, passed]`` per problem id of some results rows: the ``(n, c)`` every
+    estimator here takes, in the order the problems first appear."""
+    counts: dict[str, list[int]] = {}
+    for row in rows:
+        entry = counts.setdefault(row["id"], [0, 0])
+        entry[0] += 1
+        entry[1] += bool(row.get("passed"))
+    return counts
 
 
 def _check(n: int, c: int, k: int) -> None:

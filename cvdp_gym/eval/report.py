@@ -17,10 +17,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cvdp_gym.data.problems import DIFFICULTIES
+from cvdp_gym.data.problems import difficulty_order
 from cvdp_gym.eval import official
 from cvdp_gym.eval.intervals import wilson
-from cvdp_gym.eval.passk import aggregate, pass_after_attempts
+from cvdp_gym.eval.passk import aggregate, pass_after_attempts, problem_counts
 from cvdp_gym.eval.run import PASSED
 
 UNKNOWN = "unknown"
@@ -77,10 +77,7 @@ def refine_stats(rows: list[Row]) -> dict[str, Any] | None:
 def group_stats(rows: list[Row], ks: Iterable[int]) -> dict[str, Any]:
     """Counts, pass@k (both estimators), stage rates, mean reward and verdicts of some samples
     (and, for agentic episodes, their turn, call and time statistics)."""
-    per_problem: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in rows:
-        per_problem[r["id"]][0] += 1
-        per_problem[r["id"]][1] += bool(r.get("passed"))
+    per_problem = problem_counts(rows)
     passk = aggregate(((n, c) for n, c in per_problem.values()), ks)
     verdicts = Counter(r.get("verdict", "?") for r in rows)
     episodes = episode_stats(rows)
@@ -115,10 +112,6 @@ def _mean_credit(rows: list[Row]) -> float:
     return sum(credits) / len(credits) if credits else 0.0
 
 
-def _difficulty_order(name: str) -> tuple[int, str]:
-    return (DIFFICULTIES.index(name) if name in DIFFICULTIES else len(DIFFICULTIES), name)
-
-
 def _grouped(rows: list[Row], field: str) -> dict[str, list[Row]]:
     groups: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
@@ -146,7 +139,7 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
         "ks": ks,
         "overall": group_stats(rows, ks),
         "by_category": {c: group_stats(by_cat[c], ks) for c in sorted(by_cat)},
-        "by_difficulty": {d: group_stats(by_diff[d], ks) for d in sorted(by_diff, key=_difficulty_order)},
+        "by_difficulty": {d: group_stats(by_diff[d], ks) for d in sorted(by_diff, key=difficulty_order)},
         "official_report": official.official_report(rows, ks),
     }
     if episodes:

@@ -31,7 +31,6 @@ from cvdp_gym.report.stats import (
     answer_seconds,
     failure_stage,
     load_run,
-    pass_at_1,
     summarize,
 )
 
@@ -153,8 +152,7 @@ def _problem_rows(run: RunStats, number: int, out: Path, pages: dict[str, Path],
     return rows
 
 
-def _run_section(run: RunStats, number: int, out: Path) -> str:
-    summary = summarize(run)
+def _run_section(run: RunStats, summary: dict[str, Any], number: int, out: Path) -> str:
     prefix = f"run{number}"
     figures = write_figures(summary, out / IMAGES, prefix)
     run_pages = out / prefix
@@ -222,12 +220,15 @@ def write_html_report(run_dirs: list[str | Path], out: str | Path) -> Path:
     runs = [load_run(path) for path in run_dirs]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    summaries = [summarize(run) for run in runs]
     overview = []
-    for number, run in enumerate(runs, 1):
-        rate, n = run_overall(run)
+    for number, (run, summary) in enumerate(zip(runs, summaries, strict=True), 1):
+        overall = summary["overall"]
+        low, high = overall["pass@1_ci95"]
         overview.append([f'<a href="#run-{number}">{number}</a>', f'<span class="l">{esc(run.meta.get("source") or "")}</span>',
-                         esc(run.path), esc(n), esc(len(run.rows)), esc(rate)])
-    sections = [_run_section(run, number, out) for number, run in enumerate(runs, 1)]
+                         esc(run.path), esc(overall["problems"]), esc(len(run.rows)),
+                         esc(f"{_pct(overall['pass@1'])} [{_pct(low)}, {_pct(high)}]")])
+    sections = [_run_section(run, summary, number, out) for number, (run, summary) in enumerate(zip(runs, summaries, strict=True), 1)]
     body = [
         "<h1>cvdp-gym evaluation report</h1>",
         f'<p class="muted">written {esc(time.strftime("%Y-%m-%d %H:%M:%S"))}; static page, no scripts</p>',
@@ -237,8 +238,3 @@ def write_html_report(run_dirs: list[str | Path], out: str | Path) -> Path:
     index = out / INDEX
     index.write_text(page("cvdp-gym evaluation report", "\n".join(body)), encoding="utf-8")
     return index
-
-
-def run_overall(run: RunStats) -> tuple[str, int]:
-    rate, n, (low, high) = pass_at_1(run.rows)
-    return f"{_pct(rate)} [{_pct(low)}, {_pct(high)}]", n

@@ -2,8 +2,8 @@
 
 A run is read with :func:`cvdp_gym.eval.compare.read_run` (so a missing, truncated or
 other-version folder is the same one-line ``RunDirError`` as for ``compare``), then its rows
-are kept (the last row of each ``(id, sample)``, as ``--resume`` keeps it; ``not_judged``
-answers left out, as eval's report leaves them out). Per category and difficulty:
+are the ones it keeps (the last row of each ``(id, sample)``, as ``--resume`` keeps it;
+``not_judged`` answers left out, as eval's report leaves them out). Per category and difficulty:
 
 - pass@1 with a 95% interval: the mean over problems of the share of their samples that
   passed, with Wilson's score interval over problems (:func:`cvdp_gym.eval.intervals.wilson`,
@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cvdp_gym.data.problems import DIFFICULTIES
+from cvdp_gym.data.problems import difficulty_order
 from cvdp_gym.errors import CvdpGymError
 from cvdp_gym.eval.compare import read_run
 from cvdp_gym.eval.intervals import bootstrap_mean, wilson
-from cvdp_gym.eval.passk import default_ks, pass_at_k
-from cvdp_gym.eval.run import PASSED, RESULTS, read_rows
-from cvdp_gym.grading.result import NOT_JUDGED, STAGES
+from cvdp_gym.eval.passk import default_ks, pass_at_k, problem_counts
+from cvdp_gym.eval.run import PASSED
+from cvdp_gym.grading.result import STAGES
 from cvdp_gym.report.domains import DOMAINS, OTHER, domain_of, module_ports
 
 __all__ = [
@@ -80,11 +80,8 @@ class RunStats:
 
 def load_run(path: str | Path) -> RunStats:
     """A run folder's rows and settings; ``RunDirError`` (one line) when it cannot be read."""
-    data = read_run(path)  # validates every row; raises RunDirError
-    kept: dict[tuple[str, int], Row] = {}
-    for row in read_rows(Path(path) / RESULTS):
-        kept[(row["id"], row["sample"])] = row
-    rows = [r for r in kept.values() if r.get("verdict") != NOT_JUDGED]
+    data = read_run(path)  # validates every row, keeps the last of each answer; raises RunDirError
+    rows = data.rows
     samples = Counter(r["id"] for r in rows)
     most = max(samples.values(), default=1)
     ks = sorted({1, *(k for k in _report_ks(Path(path)) or default_ks(most) if 1 <= k <= most)})
@@ -136,39 +133,27 @@ def failure_stage(row: Row) -> str | None:
     return NOT_GRADED if not ran else "tests"
 
 
-def consistency(rows: list[Row]) -> dict[str, int]:
-    """Problems whose samples never, sometimes or always passed."""
-    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in rows:
-        per[r["id"]][0] += 1
-        per[r["id"]][1] += bool(r.get("passed"))
+def consistency(counts: Mapping[str, list[int]]) -> dict[str, int]:
+    """Problems whose samples never, sometimes or always passed (``counts``: ``problem_counts``)."""
     out = {NEVER: 0, SOMETIMES: 0, ALWAYS: 0}
-    for n, c in per.values():
+    for n, c in counts.values():
         out[NEVER if c == 0 else ALWAYS if c == n else SOMETIMES] += 1
     return out
 
 
-def pass_at_1(rows: list[Row]) -> tuple[float, int, tuple[float, float]]:
+def pass_at_1(counts: Mapping[str, list[int]]) -> tuple[float, int, tuple[float, float]]:
     """pass@1 (mean over problems of their pass share), the problems, and its Wilson 95% interval."""
-    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in rows:
-        per[r["id"]][0] += 1
-        per[r["id"]][1] += bool(r.get("passed"))
-    n = len(per)
-    rate = sum(c / s for s, c in per.values()) / n if n else 0.0
+    n = len(counts)
+    rate = sum(c / s for s, c in counts.values()) / n if n else 0.0
     return rate, n, wilson(rate, n)
 
 
-def pass_at_k_table(rows: list[Row], ks: list[int]) -> dict[int, dict[str, Any]]:
+def pass_at_k_table(counts: Mapping[str, list[int]], ks: list[int]) -> dict[int, dict[str, Any]]:
     """Unbiased pass@k per k over the problems with at least k samples, with a seeded
     percentile bootstrap 95% interval over those problems."""
-    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in rows:
-        per[r["id"]][0] += 1
-        per[r["id"]][1] += bool(r.get("passed"))
     out: dict[int, dict[str, Any]] = {}
     for k in ks:
-        values = [pass_at_k(n, c, k) for n, c in per.values() if n >= k]
+        values = [pass_at_k(n, c, k) for n, c in counts.values() if n >= k]
         if not values:
             continue
         low, high = bootstrap_mean(values, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
@@ -177,7 +162,8 @@ def pass_at_k_table(rows: list[Row], ks: list[int]) -> dict[int, dict[str, Any]]
 
 
 def group_stats(rows: list[Row], ks: list[int] | None = None) -> dict[str, Any]:
-    rate, n, ci = pass_at_1(rows)
+    counts = problem_counts(rows)
+    rate, n, ci = pass_at_1(counts)
     failed = [r for r in rows if not r.get("passed")]
     classes = Counter(str(r.get("verdict") or "failed") for r in failed)
     stages = Counter(failure_stage(r) or NOT_GRADED for r in failed)
@@ -187,16 +173,12 @@ def group_stats(rows: list[Row], ks: list[int] | None = None) -> dict[str, Any]:
         "passed_samples": len(rows) - len(failed),
         "pass@1": rate,
         "pass@1_ci95": list(ci),
-        "pass@k": pass_at_k_table(rows, ks or [1]),
-        "consistency": consistency(rows),
+        "pass@k": pass_at_k_table(counts, ks or [1]),
+        "consistency": consistency(counts),
         "failure_classes": dict(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
         "failure_shares": {k: v / len(failed) for k, v in classes.items()} if failed else {},
         "failure_stages": {s: stages[s] for s in (*STAGES, NOT_GRADED) if stages.get(s)},
     }
-
-
-def _difficulty_order(name: str) -> tuple[int, str]:
-    return (DIFFICULTIES.index(name) if name in DIFFICULTIES else len(DIFFICULTIES), name)
 
 
 def _domain_order(name: str) -> tuple[int, str]:
@@ -210,7 +192,7 @@ def group_table(
     groups: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         groups[key(r) if key else str(r.get(field_name) or UNKNOWN)].append(r)
-    order = {"difficulty": _difficulty_order, "domain": _domain_order}.get(field_name)
+    order = {"difficulty": difficulty_order, "domain": _domain_order}.get(field_name)
     return {name: group_stats(groups[name], ks) for name in sorted(groups, key=order)}
 
 
