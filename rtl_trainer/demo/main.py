@@ -12,7 +12,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings
-from rtl_trainer.demo.stages import build_models, eval_stage, open_demo, sft_stage, train_stage
+from rtl_trainer.demo.stages import (
+    build_models,
+    end_means,
+    eval_stage,
+    open_demo,
+    sft_stage,
+    train_stage,
+)
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.plot import plot_runs
 
@@ -55,13 +62,13 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
     plot = plot_runs(runs, out / "learning.png", ("env/all/pass_rate", "env/all/reward/total", "teacher_kl", "entropy"),
                      title="tiny student: on-policy distillation vs RL (bundled CVDP problems)")
     kl = [row["teacher_kl"] for row in RunLog(out / "distill").metrics() if "teacher_kl" in row]
-    ends = max(1, min(4, len(kl) // 4))  # steps averaged at each end (the per-step KL is noisy)
+    kl_first, kl_last, ends = end_means(kl)
     learning = {
         "pass_rate_start": evals["student_start"]["pass_rate"],
         "pass_rate_distilled": evals["student_distilled"]["pass_rate"],
         "pass_rate_rise": evals["student_distilled"]["pass_rate"] - evals["student_start"]["pass_rate"],
-        "teacher_kl_first_steps": sum(kl[:ends]) / ends if kl else None,
-        "teacher_kl_last_steps": sum(kl[-ends:]) / ends if kl else None,
+        "teacher_kl_first_steps": kl_first,
+        "teacher_kl_last_steps": kl_last,
     }
     if rl:
         learning["pass_rate_rl"] = evals["student_rl"]["pass_rate"]

@@ -31,6 +31,16 @@ def open_demo(out: str | Path, settings: DemoSettings | None, console: Console |
     return s, console or Console(), out, base_config(out, s)
 
 
+def end_means(values: list[float]) -> tuple[float | None, float | None, int]:
+    """The mean of a per-step metric over the first and over the last few steps (a quarter
+    of the run, 1 to 4 steps: the per-step teacher KL is noisy), and that number of steps;
+    ``None`` for a metric never logged."""
+    ends = max(1, min(4, len(values) // 4))
+    if not values:
+        return None, None, ends
+    return sum(values[:ends]) / ends, sum(values[-ends:]) / ends, ends
+
+
 def build_models(out: Path, config: TrainConfig) -> tuple[Path, Path]:
     """Tokenizer + compact vocabulary + tiny teacher and student, saved as model folders."""
     teacher_dir, student_dir = out / "models" / "teacher", out / "models" / "student"

@@ -19,7 +19,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rtl_trainer.demo.settings import STUDENT_SOURCE, DemoSettings, base_config
-from rtl_trainer.demo.stages import build_models, eval_stage, open_demo, sft_stage, train_stage
+from rtl_trainer.demo.stages import (
+    build_models,
+    end_means,
+    eval_stage,
+    open_demo,
+    sft_stage,
+    train_stage,
+)
 from rtl_trainer.loop.runlog import RunLog
 from rtl_trainer.plot import plot_runs
 
@@ -66,12 +73,10 @@ def run_two_teachers_demo(out: str | Path = "runs/demo", settings: DemoSettings 
     evals["student_distilled"] = eval_stage("student_distilled_two_teachers", distilled, student_dir, out, base, s)
     times["eval_distilled"] = time.monotonic() - t
     rows = RunLog(out / "distill-two-teachers").metrics()
-    ends = max(1, min(4, len(rows) // 4))
     kl = {}
     for name in NAMES:
-        values = [r[f"teacher_kl/{name}"] for r in rows if f"teacher_kl/{name}" in r]
-        kl[name] = {"first_steps": sum(values[:ends]) / ends if values else None,
-                    "last_steps": sum(values[-ends:]) / ends if values else None}
+        first, last, _ = end_means([r[f"teacher_kl/{name}"] for r in rows if f"teacher_kl/{name}" in r])
+        kl[name] = {"first_steps": first, "last_steps": last}
     by_set = {label: {n: _set_rate(report, sets[n]) for n in NAMES} for label, report in evals.items()}
     times["total"] = time.monotonic() - started
     plot = plot_runs([out / "distill-two-teachers"], out / "two_teachers.png",

@@ -40,9 +40,6 @@ class TeacherRouter:
     def several(self) -> bool:
         return len(self.teachers) > 1
 
-    def name_for(self, problem_id: str) -> str:
-        return self._by_problem[problem_id]
-
     def for_problem(self, problem_id: str) -> Teacher:
         return self.teachers[self._by_problem[problem_id]]
 
