@@ -148,8 +148,7 @@ def write_problem_page(path: Path, run_dir: Path, index: Path, pid: str, rows: l
             parts.append(block("log tail", grade["log_tail"], open_short=False))
         if grade.get("failures"):
             parts.append(block("failing tests", grade["failures"], open_short=False))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(pid, "\n".join(parts)), encoding="utf-8")
+    _write(path, pid, parts)
 
 
 def _step(step: dict[str, Any]) -> str:
@@ -210,5 +209,10 @@ def write_transcript_page(path: Path, source: Path, index: Path, problem_page: P
         parts.append(block("log tail", grade["log_tail"], open_short=False))
     if record.get("messages"):
         parts.append(block("all messages (as sent)", record["messages"], open_short=False))
+    _write(path, title, parts)
+
+
+def _write(path: Path, title: str, parts: list[str]) -> None:
+    """One page of the report, its folder created."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page(title, "\n".join(parts)), encoding="utf-8")

@@ -271,7 +271,6 @@ class BubblewrapSandbox:
             cgroups=[str(d) for d in cgroups.dirs],
         )
 
-
     def command_line(
         self,
         argv: list[str],
