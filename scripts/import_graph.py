@@ -35,6 +35,7 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("harness",),
     ("grading",),
     ("envs",),
+    ("agents",),
     ("eval", "integrations", "service", "check", "coverage", "parity", "report", "debug"),
     ("cli",),
 )

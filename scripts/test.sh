@@ -25,5 +25,15 @@ if ! command -v chromium >/dev/null 2>&1; then
     || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
     || echo "[test] chromium could not be installed: the headless-browser test will be skipped"
 fi
+# The command-line agents' tests install codex from npm (and mini-swe-agent with pip) into
+# ~/.cache/cvdp-gym/agents, once; npm comes with Node.js where it is installed.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "[test] installing npm for the command-line agents' tests"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null \
+    || echo "[test] npm could not be installed: the codex tests will be skipped"
+fi
+.venv/bin/cvdp-gym agents install mini-swe-agent codex \
+  || echo "[test] the agents could not be installed: their tests will be skipped"
 .venv/bin/ruff check cvdp_gym rtl_trainer tests scripts
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -14,12 +14,14 @@ each command lives in the module of its group, options shared by several command
 - ``debug``: :mod:`cvdp_gym.cli.debug` (its library logic: :mod:`cvdp_gym.debug`)
 - ``report``: :mod:`cvdp_gym.cli.report` (its library logic: :mod:`cvdp_gym.report`)
 - ``serve``: :mod:`cvdp_gym.cli.serve` (its library logic: :mod:`cvdp_gym.service`)
+- ``agents``, ``agents install|check``: :mod:`cvdp_gym.cli.agents` (its library logic: :mod:`cvdp_gym.agents`)
 """
 
 from __future__ import annotations
 
 import typer
 
+from cvdp_gym.cli.agents import agents_check, agents_install, agents_list, agents_main
 from cvdp_gym.cli.check import check_command
 from cvdp_gym.cli.compare import compare_command
 from cvdp_gym.cli.coverage import coverage_command
@@ -40,6 +42,8 @@ app = typer.Typer(
 )
 toolchain_app = typer.Typer(help="Install and inspect the local simulation toolchain.", no_args_is_help=True)
 app.add_typer(toolchain_app, name="toolchain")
+agents_app = typer.Typer(help="Command-line coding agents for `eval --agent`: list, install, check.", invoke_without_command=True)
+app.add_typer(agents_app, name="agents")
 
 app.command("doctor")(doctor)
 toolchain_app.command("install")(toolchain_install)
@@ -54,3 +58,7 @@ app.command("parity")(parity_command)
 app.command("debug")(debug_command)
 app.command("report")(report_command)
 app.command("serve")(serve_command)
+agents_app.callback()(agents_main)
+agents_app.command("list")(agents_list)
+agents_app.command("install")(agents_install)
+agents_app.command("check")(agents_check)

@@ -27,7 +27,7 @@ import stat
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,8 +230,14 @@ class Workspace:
 
     # -- commands ----------------------------------------------------------------------
 
-    def run(self, command: str, timeout_s: float | None = None) -> CommandResult:
-        """Run ``command`` with ``bash -c`` in the sandbox; never raises for what it does."""
+    def run(
+        self, command: str, timeout_s: float | None = None, *, mounts: Sequence[Mount] = (), env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run ``command`` with ``bash -c`` in the sandbox; never raises for what it does.
+
+        ``mounts`` and ``env``: more folders and variables for this command (a command-line
+        agent's installation and its way to the model); ``env`` is added to ``HOME``,
+        ``LANG`` and ``TERM`` and may replace them."""
         if self.closed:
             raise UsageError("the workspace is closed")
         if not isinstance(command, str):
@@ -261,10 +267,10 @@ class Workspace:
         with watchdog:
             outcome = self.sandbox.run(
                 argv,
-                mounts=[Mount(self.path, MOUNT_POINT, writable=True)],
+                mounts=[Mount(self.path, MOUNT_POINT, writable=True), *mounts],
                 scratch=self.scratch,
                 cwd=MOUNT_POINT,
-                env={"HOME": MOUNT_POINT, "LANG": "C.UTF-8", "TERM": "dumb"},
+                env={"HOME": MOUNT_POINT, "LANG": "C.UTF-8", "TERM": "dumb", **(env or {})},
                 sim_env=self.sim_env,
                 limits=sandbox_limits,
             )

@@ -40,6 +40,7 @@ from cvdp_gym.cli._options import (
     repos_note,
 )
 from cvdp_gym.cli.eval.plans import (
+    agent_plan,
     agentic_plan,
     endpoint_plan,
     eval_grader,
@@ -61,6 +62,9 @@ def eval_command(
     agentic: Annotated[bool, typer.Option("--agentic", help="Play agentic problems as CVDP-Agentic-v0 episodes against --base-url.")] = False,
     tool_mode: Annotated[str, typer.Option(help="--agentic: native (the server's function calling) or a text format: qwen, qwen3_coder, harmony.")] = "native",
     max_turns: Annotated[int, typer.Option(help="--agentic: turns per episode before it is cut off and graded.")] = 50,
+    agent: Annotated[str | None, typer.Option(help="Play agentic problems with a command-line coding agent in the sandbox instead of tool calls: a recipe (see `cvdp-gym agents`: mini-swe-agent, codex) or a bash command; it reaches only --base-url, through a proxy.")] = None,
+    agent_dir: Annotated[Path | None, typer.Option(help="--agent CMD: a host folder holding the agent's installation, seen read-only at /agent (/agent/bin on PATH).")] = None,
+    agent_time: Annotated[float, typer.Option(help="--agent: seconds an agent may work on one episode before it is stopped and the workspace graded.")] = 900.0,
     refine: Annotated[int | None, typer.Option("--refine", help="Play non-agentic problems as CVDP-Refine-v0 episodes of up to N answers against --base-url; the report gives pass@1 after attempt 1..N.")] = None,
     feedback: Annotated[str | None, typer.Option(help="--refine: the grader's feedback between answers: compile, interface (default) or tests (shows the hidden tests' messages).")] = None,
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", show_default=False, help="Bearer token for --base-url.")] = None,
@@ -103,6 +107,12 @@ def eval_command(
 
     if (responses is None) == (base_url is None):
         raise fail("give either --responses FILE or --base-url URL --model NAME")
+    if agent is not None:
+        agentic = True
+    elif agent_dir is not None:
+        raise fail("--agent-dir goes with --agent CMD")
+    if agent is not None and agent_time <= 0:
+        raise fail("--agent-time must be positive")
     if agentic and responses is not None:
         raise fail("--agentic plays episodes against --base-url; it cannot grade a --responses file")
     if refine is not None and (agentic or responses is not None):
@@ -144,7 +154,11 @@ def eval_command(
                 retries=retries, retry_wait_s=retry_wait,
             )
             meta.update(source=f"{model} at {base_url}", samples_per_problem=samples, temperature=temperature, max_tokens=max_tokens)
-            if agentic:
+            if agent is not None:
+                agent_settings = _agent_settings(agent, agent_dir, agent_time, concurrency)
+                keys, start, notes = agent_plan(data.problems, settings, agentic_settings, agent_settings, samples, grader, reward_fn)
+                meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=agent, agent_time_s=agent_time, concurrency=concurrency)
+            elif agentic:
                 keys, start, notes = agentic_plan(data.problems, settings, agentic_settings, samples, grader, reward_fn)
                 meta.update(source=f"{model} at {base_url} (agentic, {tool_mode} tools)", max_turns=max_turns, concurrency=concurrency)
             elif refine is not None:
@@ -177,6 +191,19 @@ def eval_command(
     _report(rows, k, meta, out, not_judged_as_zero)
     html = _html_report(out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
+
+
+def _agent_settings(agent: str, agent_dir: Path | None, agent_time: float, concurrency: int):  # type: ignore[no-untyped-def]
+    """The agent a run plays with: a recipe by name, or a command (with its folder)."""
+    from cvdp_gym.agents.registry import agent_from_option
+    from cvdp_gym.errors import CvdpGymError
+    from cvdp_gym.eval.cli_agent import AgentSettings
+
+    try:
+        recipe = agent_from_option(agent, agent_dir)
+    except CvdpGymError as exc:
+        raise fail(str(exc)) from None
+    return AgentSettings(recipe, time_limit_s=agent_time, concurrency=concurrency)
 
 
 def _run_with_progress(make_evaluator: Callable, keys: list[tuple[str, int]], start: Callable) -> tuple[list[dict], Path]:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from cvdp_gym.data import Problem
     from cvdp_gym.eval import ChatSettings
     from cvdp_gym.eval.agentic import AgenticSettings
+    from cvdp_gym.eval.cli_agent import AgentSettings
     from cvdp_gym.eval.refine import RefineSettings
     from cvdp_gym.grading import Grader
     from cvdp_gym.grading.judge import LLMJudge
@@ -98,6 +99,20 @@ def agentic_plan(problems: list[Problem], settings: ChatSettings, agentic: Agent
     make_env = env_factory(playable, grader, reward, agentic)
     keys = [(p.id, s) for p in playable for s in range(samples)]
     return keys, lambda ev: eval_agentic(ev, playable, settings, agentic, make_env, samples), notes
+
+
+def agent_plan(problems: list[Problem], settings: ChatSettings, agentic: AgenticSettings, agent: AgentSettings, samples: int, grader: Grader, reward: Callable) -> Plan:
+    """Agentic episodes played by a command-line agent, the coroutine that plays them, and notes."""
+    from cvdp_gym.eval.agentic import env_factory, playable_problems
+    from cvdp_gym.eval.cli_agent import eval_cli_agent
+
+    try:
+        playable, notes = playable_problems(problems)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    make_env = env_factory(playable, grader, reward, agentic)
+    keys = [(p.id, s) for p in playable for s in range(samples)]
+    return keys, lambda ev: eval_cli_agent(ev, playable, settings, agent, make_env, samples), notes
 
 
 def refine_plan(problems: list[Problem], settings: ChatSettings, refine: RefineSettings, samples: int, grader: Grader, reward: Callable) -> Plan:

@@ -1,0 +1,73 @@
+"""``cvdp-gym eval --agent``: agentic episodes played by a command-line coding agent.
+
+Each episode resets ``CVDP-Agentic-v0`` on its problem and hands the workspace to the agent
+(:func:`cvdp_gym.agents.play_agent`), which talks to the model at ``--base-url`` through the
+proxy and nothing else. Its record is an agentic transcript like any other (``steps`` and
+``messages`` read from the proxy's exchanges, the final diff, the grade), plus ``agent``
+(how it ended, requests, tokens, its output) and ``exchanges`` (every request and answer as
+they passed), so reports and comparisons read it unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from cvdp_gym.agents import AgentRecipe
+from cvdp_gym.agents.episode import play_agent
+from cvdp_gym.agents.transcript import agent_steps
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.envs.base import CVDPEnvBase
+from cvdp_gym.eval.agentic import AgenticEvaluator, Episode, MakeEnv, _unplayable, play_episodes
+from cvdp_gym.eval.sources import ChatClient, ChatSettings
+from cvdp_gym.grading.result import GradeResult
+
+__all__ = ["AgentEpisode", "AgentSettings", "eval_cli_agent"]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Which agent plays, how long each episode may take, and episodes at once."""
+
+    agent: AgentRecipe
+    time_limit_s: float = 900.0
+    concurrency: int = 2
+
+
+class AgentEpisode(Episode):
+    """One episode played by a command-line agent; recorded as an agentic transcript."""
+
+    def __init__(self, ev: AgenticEvaluator, chat: ChatClient, problem: Problem, sample: int, settings: AgentSettings) -> None:
+        self.settings = settings
+        super().__init__(ev, chat, problem, sample, f"agent:{settings.agent.name}", time_limit_s=settings.time_limit_s)
+
+    def _fields(self) -> dict[str, Any]:
+        return {**super()._fields(), "agent": None, "exchanges": []}
+
+    async def _play(self, env: CVDPEnvBase) -> GradeResult:
+        await asyncio.to_thread(env.reset, options={"problem_id": self.problem.id})
+        chat = self.chat.settings
+        _, _, _, _, info = await asyncio.to_thread(
+            play_agent, env, self.settings.agent, endpoint=chat.base_url, model=chat.model,
+            api_key=chat.api_key, time_limit_s=self.settings.time_limit_s,
+        )
+        steps, messages = agent_steps(info["agent_exchanges"])
+        calls = sum(len(s["tool_calls"]) for s in steps)
+        self.record.update(
+            steps=steps, messages=messages, turns=len(steps), tool_calls=calls, commands_run=calls,
+            final_answer=steps[-1]["assistant"].get("content", "") if steps else "",
+            agent=info["agent"], exchanges=info["agent_exchanges"],
+        )
+        return await asyncio.to_thread(self._finish, env, info)
+
+
+async def eval_cli_agent(ev: AgenticEvaluator, problems: list[Problem], chat_settings: ChatSettings, settings: AgentSettings, make_env: MakeEnv, samples: int) -> list[dict[str, Any]]:
+    """Play ``samples`` episodes per problem with the agent, ``settings.concurrency`` at once."""
+
+    def play(chat: ChatClient, problem: Problem, sample: int):  # type: ignore[no-untyped-def]
+        return AgentEpisode(ev, chat, problem, sample, settings).run(make_env)
+
+    playable = [p for p in problems if not _unplayable(ev, p, samples, chat_settings, f"agent:{settings.agent.name}")]
+    await play_episodes(ev, playable, chat_settings, samples, settings.concurrency, play)
+    return ev.collect((p.id, s) for p in problems for s in range(samples))
