@@ -20,8 +20,8 @@ from cvdp_gym.envs.messages import (
     tool_message,
     without_timings,
 )
-from cvdp_gym.envs.prompts import agentic_messages
-from cvdp_gym.envs.tools import EXECUTE_BASH_TOOL, FINISH_TOOL
+from cvdp_gym.envs.prompts import agent_task, agentic_messages
+from cvdp_gym.envs.tools import EXECUTE_BASH_TOOL, FINISH_CALL, FINISH_TOOL
 from cvdp_gym.errors import ArgumentTypeError, ConfigError, RepoUnavailable, UsageError
 from cvdp_gym.parsers import (
     BASH_TOOL_NAME,
@@ -131,6 +131,9 @@ class AgenticEnv(CVDPEnvBase):
        calls before it in the turn run, calls after it do not, and its ``message`` is part
        of the final answer.
     3. Truncation: ``max_turns`` turns were taken: ``end_reason`` ``max_turns``.
+    4. Termination: with ``agent``, the first step: the agent ran until it exited or its
+       time was up: ``end_reason`` ``agent_exited``, ``agent_failed`` (a non-zero exit) or
+       ``agent_timeout``.
 
     Either way the workspace is graded on that step. ``step`` after the end raises
     ``RuntimeError`` until ``reset``.
@@ -151,7 +154,7 @@ class AgenticEnv(CVDPEnvBase):
     | `format` | **str** | step | The tool-call format found in this turn: `qwen`, `qwen3_coder`, `harmony`, `bash` (a fenced shell block in `auto` mode), `native` (a message action) or `none`. |
     | `cwd` | **str** | step | The working directory the next command starts in. |
     | `shaping` | **float** | step | The step-shaping bonus in this step's reward (0.0 unless enabled). |
-    | `end_reason` | **str** | last step | `no_tool_call`, `finish` or `max_turns`. |
+    | `end_reason` | **str** | last step | `no_tool_call`, `finish` or `max_turns` (with `agent`: `agent_exited`, `agent_failed` or `agent_timeout`). |
     | `patch` | **dict or None** | last step | None, or `{"files", "applied", "already_applied", "detail"}` for a diff in the final answer (`applied` False: it did not apply; the workspace was graded as it was). |
     | `dropped` | **list[str]** | last step | Symlinks and special files removed before grading. |
     | `graded_files` | **list[str]** | last step | The target paths found in the workspace and graded. |
@@ -166,6 +169,8 @@ class AgenticEnv(CVDPEnvBase):
     | `late` | **bool** | last step | Always False here (no grading deadline). |
     | `infra_failure` | **bool** | last step | The grading machinery failed, not the answer (`harness_error`, `infra_error`). |
     | `reward` | **float** | last step | The grade's reward; the step returns it plus `shaping`. |
+    | `agent` | **dict** | last step with agent | How the agent's run ended: `name`, `command`, `exit_code`, `timed_out`, `end_reason`, `status` (its own word, where it leaves one), `wall_s`, `output` (head and tail), `requests`, `refused`, `prompt_tokens`, `completion_tokens`. |
+    | `agent_exchanges` | **list[dict]** | last step with agent | Every request the agent sent through the proxy and its answer (see docs/agents.md). |
 
     Timings stay out of ``info`` (equal actions give equal ``info``); ``env.unwrapped``
     holds ``last_grade`` (the full ``GradeResult``) and ``workspace`` (the live
@@ -215,6 +220,7 @@ class AgenticEnv(CVDPEnvBase):
     | `command_processes` | **int** | `256` | Process limit of one command. |
     | `step_reward_shaping` | **bool** | `False` | Give `COMPILE_BONUS` once per episode (see Rewards). |
     | `system_message` | **str or None** | `None` | Overrides the problem's system message. |
+    | `agent` | **object or None** | `None` | A command-line coding agent that plays each episode: `cvdp_gym.agents.AgentPlayer(recipe, endpoint=..., model=...)` (any object with `play(workspace, task) -> dict`). The first `step` then runs it in the workspace until it exits or its time is up, ignoring the action, and grades: one step per episode (docs/agents.md). |
 
     ## Vectorized environment
 
@@ -243,6 +249,7 @@ class AgenticEnv(CVDPEnvBase):
         command_processes: int = 256,
         step_reward_shaping: bool = False,
         system_message: str | None = None,
+        agent: Any = None,
         **kwargs: Any,
     ) -> None:
         if tool_format not in TOOL_FORMATS:
@@ -254,6 +261,7 @@ class AgenticEnv(CVDPEnvBase):
         self.max_turns = max_turns
         self.step_reward_shaping = step_reward_shaping
         self.system_message = system_message
+        self.agent = agent
         self.limits = WorkspaceLimits(
             command_timeout_s=command_timeout_s,
             max_output_chars=max_output_chars,
@@ -298,6 +306,10 @@ class AgenticEnv(CVDPEnvBase):
     def step(self, action: str | Mapping[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.problem is None or self.workspace is None or self._done:
             raise UsageError("call reset() before step(): the episode is over or not started")
+        played = None
+        if self.agent is not None:  # the agent plays the whole episode; then it is finished
+            played = self.agent.play(self.workspace, agent_task(self.problem, self.system_message))
+            action = FINISH_CALL
         if isinstance(action, str):
             parsed, call_ids = parse_tool_calls(action, self.tool_format), None
         elif isinstance(action, Mapping):
@@ -332,6 +344,8 @@ class AgenticEnv(CVDPEnvBase):
             if finished:
                 final_text += "\n" + finish_message(parsed)
             reward += self._finish(final_text, end_reason, info)
+        if played is not None:
+            info.update(end_reason=played["end_reason"], agent=played["agent"], agent_exchanges=played["exchanges"])
         return observation, reward, terminated, truncated, info
 
     @property

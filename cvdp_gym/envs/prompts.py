@@ -100,6 +100,12 @@ def agentic_messages(problem: Problem, system_message: str | None = None) -> lis
     return [{"role": "system", "content": system}, {"role": "user", "content": problem.prompt}]
 
 
+def agent_task(problem: Problem, system_message: str | None = None) -> str:
+    """The task as one text for a command-line agent, which brings its own system prompt:
+    the episode's system message (the workspace and its rules), then the problem's prompt."""
+    return "\n\n".join(m["content"] for m in agentic_messages(problem, system_message) if m["content"])
+
+
 def comprehension_answer_text(answer: str) -> str:
     """A comprehension answer written as the prompt asks for it: ``{"response": answer}``."""
     return json.dumps({"response": answer})

@@ -15,7 +15,7 @@ from typing import Any
 
 from cvdp_gym.parsers.toolcalls import BASH_TOOL_NAME
 
-__all__ = ["EXECUTE_BASH_TOOL", "FINISH_TOOL", "TOOLS"]
+__all__ = ["EXECUTE_BASH_TOOL", "FINISH_CALL", "FINISH_TOOL", "TOOLS"]
 
 EXECUTE_BASH_TOOL: dict[str, Any] = {
     "type": "function",
@@ -62,3 +62,10 @@ FINISH_TOOL: dict[str, Any] = {
 
 #: Every tool the agentic environment offers, in the order it lists them.
 TOOLS: list[dict[str, Any]] = [EXECUTE_BASH_TOOL, FINISH_TOOL]
+
+#: The assistant message that only calls ``finish``: how an episode played by a
+#: command-line agent is ended once the agent has exited.
+FINISH_CALL: dict[str, Any] = {
+    "role": "assistant", "content": "",
+    "tool_calls": [{"id": "agent-finished", "type": "function", "function": {"name": "finish", "arguments": "{}"}}],
+}
