@@ -155,7 +155,7 @@ def eval_command(
             )
             meta.update(source=f"{model} at {base_url}", samples_per_problem=samples, temperature=temperature, max_tokens=max_tokens)
             if agent is not None:
-                agent_settings = _agent_settings(agent, agent_dir, agent_time, concurrency)
+                agent_settings = _agent_settings(agent, agent_dir, agent_time, concurrency, toolchain)
                 keys, start, notes = agent_plan(data.problems, settings, agentic_settings, agent_settings, samples, grader, reward_fn)
                 meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=agent, agent_time_s=agent_time, concurrency=concurrency)
             elif agentic:
@@ -193,14 +193,20 @@ def eval_command(
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
 
 
-def _agent_settings(agent: str, agent_dir: Path | None, agent_time: float, concurrency: int):  # type: ignore[no-untyped-def]
-    """The agent a run plays with: a recipe by name, or a command (with its folder)."""
+def _agent_settings(agent: str, agent_dir: Path | None, agent_time: float, concurrency: int, toolchain: str | None):  # type: ignore[no-untyped-def]
+    """The agent a run plays with (a recipe by name, or a command with its folder),
+    installed for the sandbox before the first episode."""
+    from cvdp_gym.agents.install import ensure_installed
     from cvdp_gym.agents.registry import agent_from_option
     from cvdp_gym.errors import CvdpGymError
     from cvdp_gym.eval.cli_agent import AgentSettings
+    from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
+    from cvdp_gym.toolchain import detect
 
     try:
         recipe = agent_from_option(agent, agent_dir)
+        with console.status(f"installing {recipe.name} for the sandbox (once)"):
+            ensure_installed(recipe, BubblewrapSandbox(detect(toolchain)), quiet=True)
     except CvdpGymError as exc:
         raise fail(str(exc)) from None
     return AgentSettings(recipe, time_limit_s=agent_time, concurrency=concurrency)

@@ -63,6 +63,7 @@ def test_eval_with_an_agent_writes_results_transcripts_and_reports(codex, tmp_pa
     for pid, row in rows.items():
         transcript = json.loads((out / row["transcript"]).read_text())
         assert transcript["agent"]["name"] == "codex" and transcript["agent"]["requests"] == len(transcript["exchanges"])
+        assert row["agent_requests"] == transcript["agent"]["requests"] and row["prompt_tokens"] == transcript["agent"]["prompt_tokens"] > 0
         assert transcript["turns"] == len(transcript["steps"]) >= 2 and transcript["tool_calls"] >= 1
         assert transcript["steps"][0]["tool_calls"][0]["name"] == "exec_command"
         assert transcript["final_diff"].startswith("--- a/rtl/") and transcript["graded_files"]
@@ -86,3 +87,29 @@ def test_eval_agent_refuses_options_that_do_not_go_with_it(tmp_path):
     for extra, message in cases:
         result = runner.invoke(app, ["eval", "bundled", *extra, "--out", str(tmp_path / "o")])
         assert result.exit_code == 2 and message in result.output, (extra, result.output)
+
+
+def test_an_endpoint_that_answers_nothing_is_a_request_error_played_again_on_resume(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port with nothing listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ask = "python3 -c \"import os,urllib.request; urllib.request.urlopen(os.environ['OPENAI_BASE_URL'] + '/models', timeout=10)\""
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "eval", "bundled", "--agent", ask, "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+        "--id", CRC8, "--out", str(out), "--agent-time", "60",
+    ])
+    assert result.exit_code == 0, result.output
+    (row,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    assert row["verdict"] == "request_error" and "answered none of the agent's 1 request(s)" in row["reason"]
+    # The same command against an endpoint that answers: the resumed run plays it again.
+    with ScriptedModel([]) as model:
+        again = CliRunner().invoke(app, [
+            "eval", "bundled", "--agent", ask, "--base-url", model.url, "--model", "m",
+            "--id", CRC8, "--out", str(out), "--agent-time", "60", "--resume",
+        ])
+    assert again.exit_code == 0, again.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[-1]["verdict"] != "request_error" and rows[-1]["agent_requests"] == 1
