@@ -329,12 +329,12 @@ async def eval_agentic(ev: AgenticEvaluator, problems: list[Problem], chat_setti
     def play(chat: ChatClient, problem: Problem, sample: int) -> Awaitable[dict[str, Any]]:
         return Episode(ev, chat, problem, sample, settings.tool_mode, max_turns=settings.max_turns).run(make_env)
 
-    playable = [p for p in problems if not _unplayable(ev, p, samples, chat_settings, settings.tool_mode)]
+    playable = [p for p in problems if not unplayable(ev, p, samples, chat_settings, settings.tool_mode)]
     await play_episodes(ev, playable, chat_settings, samples, settings.concurrency, play, client=client)
     return ev.collect((p.id, s) for p in problems for s in range(samples))
 
 
-def _unplayable(ev: AgenticEvaluator, problem: Problem, samples: int, chat_settings: ChatSettings, tool_mode: str) -> bool:
+def unplayable(ev: AgenticEvaluator, problem: Problem, samples: int, chat_settings: ChatSettings, tool_mode: str) -> bool:
     """Record a repository problem whose repository is missing (each sample not yet done)
     and return True; for one whose repository is found, forget rows of an earlier run that
     lacked it, so that they are played now."""

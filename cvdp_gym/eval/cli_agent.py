@@ -19,7 +19,14 @@ from cvdp_gym.agents.episode import play_agent
 from cvdp_gym.agents.transcript import agent_steps
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.envs.base import CVDPEnvBase
-from cvdp_gym.eval.agentic import EPISODE_ROW_FIELDS, AgenticEvaluator, Episode, MakeEnv, _unplayable, play_episodes
+from cvdp_gym.eval.agentic import (
+    EPISODE_ROW_FIELDS,
+    AgenticEvaluator,
+    Episode,
+    MakeEnv,
+    play_episodes,
+    unplayable,
+)
 from cvdp_gym.eval.sources import ChatClient, ChatSettings, RequestFailed
 from cvdp_gym.grading.result import GradeResult
 
@@ -80,6 +87,6 @@ async def eval_cli_agent(ev: AgenticEvaluator, problems: list[Problem], chat_set
     def play(chat: ChatClient, problem: Problem, sample: int):  # type: ignore[no-untyped-def]
         return AgentEpisode(ev, chat, problem, sample, settings).run(make_env)
 
-    playable = [p for p in problems if not _unplayable(ev, p, samples, chat_settings, f"agent:{settings.agent.name}")]
+    playable = [p for p in problems if not unplayable(ev, p, samples, chat_settings, f"agent:{settings.agent.name}")]
     await play_episodes(ev, playable, chat_settings, samples, settings.concurrency, play)
     return ev.collect((p.id, s) for p in problems for s in range(samples))

@@ -38,7 +38,7 @@ def test_the_agent_option_plays_each_episode_in_one_step(tmp_path):
         env = gym.make("CVDP-Agentic-v0", dataset="bundled", agent=player)
         try:
             env.reset(options={"problem_id": CRC8})
-            observation, reward, terminated, truncated, info = env.step("this action is ignored")
+            _, reward, terminated, truncated, info = env.step("this action is ignored")
             assert terminated and not truncated and reward == pytest.approx(1.4) and info["passed"]
             assert info["end_reason"] == "agent_exited" and info["agent"]["exit_code"] == 0
             assert info["agent"]["requests"] == 1 and info["agent_exchanges"][0]["path"] == "/v1/models"
