@@ -120,6 +120,33 @@ def _decode_body(raw: bytes, encoding: str | None) -> Any:
     return f"<{len(raw)} bytes, content-encoding {encoding}>"
 
 
+def _read_body(handler: BaseHTTPRequestHandler) -> bytes | None:
+    """The request's body (by its length, or its chunks); None if malformed or too large."""
+    if "chunked" in (handler.headers.get("transfer-encoding") or "").lower():
+        body = bytearray()
+        while True:
+            line = handler.rfile.readline(1024)
+            try:
+                size = int(line.split(b";")[0].strip() or b"x", 16)
+            except ValueError:
+                return None
+            if size == 0:
+                while handler.rfile.readline(1024).strip():  # trailers, up to the blank line
+                    pass
+                return bytes(body)
+            if len(body) + size > MAX_REQUEST_BYTES:
+                return None
+            body += handler.rfile.read(size)
+            handler.rfile.readline(1024)  # the chunk's CRLF
+    try:
+        length = int(handler.headers.get("content-length") or 0)
+    except ValueError:
+        return None
+    if length < 0 or length > MAX_REQUEST_BYTES:
+        return None
+    return handler.rfile.read(length) if length else b""
+
+
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     proxy: ModelProxy
@@ -226,14 +253,10 @@ class ModelProxy:
         """Answer one request from the sandbox (called in the server's thread for it)."""
         started = time.monotonic()
         path = handler.path
-        try:
-            length = int(handler.headers.get("content-length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_REQUEST_BYTES:
-            self._refuse(handler, Exchange(handler.command, path, None), 413, "request body missing a valid length or too large")
+        raw = _read_body(handler)
+        if raw is None:
+            self._refuse(handler, Exchange(handler.command, path, None), 413, "request body of no valid length, or over the proxy's limit")
             return
-        raw = handler.rfile.read(length) if length else b""
         exchange = Exchange(handler.command, path, _decode_body(raw, handler.headers.get("content-encoding")) if raw else None)
         if not self._allowed(path):
             self._refuse(handler, exchange, 403, f"this sandbox may only reach {self.endpoint}")

@@ -104,6 +104,14 @@ def test_streamed_answers_pass_through_in_order_and_are_recorded(tmp_path):
     assert steps_seen[1]["tool_calls"][0]["name"] == "bash" and json.loads(steps_seen[1]["tool_calls"][0]["arguments"]) == {"command": "echo one"}
 
 
+def test_a_chunked_request_body_is_forwarded_whole(upstream, tmp_path):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "y" * 70_000}]}).encode()
+    with ModelProxy(f"http://127.0.0.1:{upstream.port}/v1", tmp_path / "model.sock") as proxy, client(proxy.socket_path) as http:
+        answer = http.post("/v1/chat/completions", content=iter([body[:1000], body[1000:]]), headers={"content-type": "application/json"})
+    assert answer.status_code == 200
+    assert upstream.seen[0]["body"] == body and proxy.exchanges[0].request["messages"][0]["content"] == "y" * 70_000
+
+
 def test_usage_is_read_from_each_wire_format():
     assert usage_of({"usage": {"prompt_tokens": 3, "completion_tokens": 4}}) == (3, 4)
     assert usage_of({"type": "response.completed", "response": {"usage": {"input_tokens": 5, "output_tokens": 6}}}) == (5, 6)
