@@ -189,7 +189,10 @@ class ModelProxy:
         self.api_key = api_key
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=30.0), follow_redirects=False)
+        # TCP_NODELAY: a request's headers and body go out as two writes; on a kept-alive
+        # connection Nagle would hold the body until the server's delayed ACK (40 ms).
+        transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self._client = httpx.Client(transport=transport, timeout=httpx.Timeout(timeout_s, connect=30.0), follow_redirects=False)
         self._server: _UnixHTTPServer | None = None
         self._thread: threading.Thread | None = None
 

@@ -22,6 +22,7 @@ Every answer reports ``usage`` (about four characters a token). Every request is
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -105,6 +106,12 @@ class ScriptedModel:
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet."""
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body are two writes; without this, on a kept-alive connection
+                # Nagle holds the body until the client's delayed ACK (40 ms a request).
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_GET(self) -> None:
                 self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
