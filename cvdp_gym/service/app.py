@@ -18,6 +18,7 @@ executors are closed, which kills the sandboxes still running.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -37,6 +38,7 @@ from cvdp_gym.service.core import (
     answer_of,
     error,
     queue_full,
+    shutting_down,
 )
 from cvdp_gym.service.models import GradeAnswer, GradeRequest, ProblemList, ProblemSummary
 
@@ -107,9 +109,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
             return answer_of(hit, body.reward, 0.0, hit.wall_s)
         if not service.admit():
             return queue_full(service)
-        result, queued, total = await service.grade(
-            problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed
-        )
+        try:
+            result, queued, total = await service.grade(
+                problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed
+            )
+        except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
+            return shutting_down(service)
         return answer_of(result, body.reward, queued, total)
 
     nemo.add_routes(app, service)

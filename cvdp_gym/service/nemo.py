@@ -13,13 +13,14 @@ The Responses API objects are kept as free JSON (only ``response.output``'s text
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from typing import Any
 
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
-from cvdp_gym.service.core import GradingService, answer_of, queue_full
+from cvdp_gym.service.core import GradingService, answer_of, queue_full, shutting_down
 from cvdp_gym.service.models import RewardKind
 
 
@@ -73,7 +74,10 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
         elif not service.admit():
             return queue_full(service)
         else:
-            result, queued, total = await service.grade(problem, response=text, files=meta.rtl_files, deadline_s=meta.deadline_s)
+            try:
+                result, queued, total = await service.grade(problem, response=text, files=meta.rtl_files, deadline_s=meta.deadline_s)
+            except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
+                return shutting_down(service)
         answer = answer_of(result, meta.reward, queued, total)
         stages = {s.name: float(bool(s.passed)) for s in answer.stages}
         return {
