@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cvdp_gym.service.core import GradingService, answer_of, queue_full, shutting_down
@@ -40,8 +41,25 @@ class VerifyRequest(BaseModel):
     verifier_metadata: VerifierMetadata
 
 
+class VerifiedRow(BaseModel):
+    """One ``/verify`` answer as ``/aggregate_metrics`` reads it (NeMo-Gym strips rows, so
+    only ``reward`` is required); typed, so that a wrong type is a 422, not a 500."""
+
+    model_config = ConfigDict(extra="allow")
+
+    reward: float
+    passed: bool = False
+    verifier_metadata: dict[str, Any] | None = None
+    problem_id: str | int | None = None
+
+    @property
+    def problem(self) -> str:
+        meta = self.verifier_metadata or {}
+        return str(meta.get("problem_id", self.problem_id if self.problem_id is not None else ""))
+
+
 class AggregateMetricsRequest(BaseModel):
-    verify_responses: list[dict[str, Any]]
+    verify_responses: list[VerifiedRow]
 
 
 def response_text(response: dict[str, Any]) -> str:
@@ -80,7 +98,9 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
                 return shutting_down(service)
         answer = answer_of(result, meta.reward, queued, total)
         stages = {s.name: float(bool(s.passed)) for s in answer.stages}
-        return {
+        # Written by json.dumps, which takes whatever depth the parser took: FastAPI's own
+        # serialiser stops at a lower one, and a deeply nested extra field was a 500.
+        return JSONResponse({
             **body.model_dump(),
             "reward": answer.reward,
             "reward_components": {**stages, "test_fraction": result.test_fraction},
@@ -92,21 +112,20 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
             "tests": answer.tests.model_dump(),
             "cached": answer.cached,
             "grade_s": answer.grade_s,
-        }
+        })
 
     @app.post("/aggregate_metrics", tags=["nemo-gym"], summary="NeMo-Gym: reward and pass rate per problem and overall")
     async def aggregate_metrics(body: AggregateMetricsRequest) -> dict[str, Any]:
-        by_problem: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        by_problem: dict[str, list[VerifiedRow]] = defaultdict(list)
         for row in body.verify_responses:
-            meta = row.get("verifier_metadata") or {}
-            by_problem[str(meta.get("problem_id", row.get("problem_id", "")))].append(row)
+            by_problem[row.problem].append(row)
 
-        def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-            rewards = [float(r.get("reward", 0.0)) for r in rows]
+        def summary(rows: list[VerifiedRow]) -> dict[str, Any]:
+            rewards = [r.reward for r in rows]
             return {
                 "count": len(rows),
                 "mean/reward": sum(rewards) / len(rewards) if rewards else 0.0,
-                "pass_rate": sum(bool(r.get("passed")) for r in rows) / len(rows) if rows else 0.0,
+                "pass_rate": sum(r.passed for r in rows) / len(rows) if rows else 0.0,
             }
 
         overall = summary(body.verify_responses)
