@@ -1,10 +1,12 @@
 """NeMo-Gym resources-server routes: ``/seed_session``, ``/verify``, ``/aggregate_metrics``.
 
 Shapes written from NeMo-Gym's ``nemo_gym/base_resources_server.py`` (its package needs
-Python 3.13, so it is not a dependency): a verify request is ``BaseVerifyRequest``
-(``responses_create_params``, ``response``: an OpenAI Responses API response) plus the
-task's metadata, here ``verifier_metadata: {problem_id, rtl_files?}``; the answer echoes the
-request and adds ``reward`` and ``BaseVerifyResponse``'s ``mask_sample``, ``failure_kind``,
+Python 3.13, so it is not a dependency; ``tests/cvdp_gym/service/test_nemo_gym_models.py``
+validates real traffic with its own models, under the sandbox's Python 3.14): a verify
+request is ``BaseVerifyRequest`` (``responses_create_params``, ``response``: an OpenAI
+Responses API response) plus the task's metadata, here ``verifier_metadata: {problem_id,
+rtl_files?}``; the answer echoes the request and adds ``reward`` and
+``BaseVerifyResponse``'s ``mask_sample``, ``failure_kind`` (``cvdp_gym:<failure class>``),
 ``failure_reason`` (and ``BaseMultiRewardVerifyResponse``'s ``reward_components``), plus
 this service's verdict fields. ``/aggregate_metrics`` takes ``{"verify_responses": [...]}``
 and answers ``AggregateMetrics`` (``group_level_metrics``, ``agent_metrics``, ``key_metrics``).
@@ -14,6 +16,7 @@ The Responses API objects are kept as free JSON (only ``response.output``'s text
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -76,6 +79,18 @@ def response_text(response: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+#: NeMo-Gym's ``failure_kind`` of a class outside its shared vocabulary: ``<server>:<kind>``.
+FAILURE_KIND_PREFIX = "cvdp_gym:"
+
+
+def failure_kind(failure_class: str | None) -> str:
+    """The verdict's failure class in NeMo-Gym's ``failure_kinds`` form: namespaced, since
+    none of ours is in its shared vocabulary (an unregistered name is logged as a warning
+    by ``BaseVerifyResponse``); a character outside ``[a-z0-9_]`` becomes ``_``."""
+    name = re.sub(r"[^a-z0-9_]", "_", (failure_class or "failed").lower())
+    return FAILURE_KIND_PREFIX + (name if name[:1].isalpha() else f"x{name}")
+
+
 def add_routes(app: FastAPI, service: GradingService) -> None:
     @app.post("/seed_session", tags=["nemo-gym"], summary="NeMo-Gym: start a session (nothing to set up)")
     async def seed_session(body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -105,7 +120,7 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
             "reward": answer.reward,
             "reward_components": {**stages, "test_fraction": result.test_fraction},
             "mask_sample": result.infra_failure or result.excluded,
-            "failure_kind": None if result.passed else result.failure_class,
+            "failure_kind": None if result.passed else failure_kind(result.failure_class),
             "failure_reason": None if result.passed else result.reason,
             "passed": answer.passed,
             "verdict": answer.verdict,
