@@ -35,5 +35,9 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 .venv/bin/cvdp-gym agents install mini-swe-agent codex \
   || echo "[test] the agents could not be installed: their tests will be skipped"
+# NeMo-Gym's own models (Python >= 3.13) for the test that validates the service's traffic
+# with them in the sandbox's Python 3.14: about 50 MB fetched, a few seconds; kept in the cache.
+.venv/bin/python scripts/nemo_gym_models.py \
+  || echo "[test] NeMo-Gym's models could not be built: their test will be skipped"
 .venv/bin/ruff check cvdp_gym rtl_trainer tests scripts
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -35,6 +35,7 @@ def serve_command(
     deadline: Annotated[float, typer.Option(help="Longest a grade may take, seconds (a request's deadline_s is capped by it); then it is cancelled and scored timeout.")] = 600.0,
     timeout: TimeoutOpt = 300.0,
     cache: Annotated[Path | None, typer.Option(help="SQLite grade cache shared by every request (default: the user cache, ~/.cache/cvdp-gym/grades.sqlite).")] = None,
+    shutdown_grace: Annotated[float, typer.Option(help="On SIGTERM/Ctrl-C, seconds the answers being graded have to finish; those still running then are answered 503 and their sandboxes killed.")] = 30.0,
     token: Annotated[str | None, typer.Option(help="Bearer token every request but /healthz and /docs must carry (default: $CVDP_GYM_SERVE_TOKEN).")] = None,
 ) -> None:
     """Serve grading over HTTP: POST /v1/grade, GET /v1/problems, /healthz, /metrics, /docs."""
@@ -60,4 +61,4 @@ def serve_command(
     )
     config = ServiceConfig(grader, data, workers=workers, queue=queue, max_body=max_body, deadline_s=deadline, token=token)
     console.print(f"serving {len(data)} problem(s) from {data.source} on http://{host}:{port} (API page: /docs)", soft_wrap=True)
-    uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=30)
+    uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=max(0, round(shutdown_grace)))

@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent import futures
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, Protocol, runtime_checkable
@@ -89,11 +90,15 @@ class ThreadExecutor:
             token.cancel()
 
     def close(self) -> None:
+        """Cancel every job and wait (``CANCEL_GRACE_S`` at most) for the running ones to
+        clean up: a caller that exits right after (uvicorn re-raises SIGTERM once shut down)
+        would otherwise cut their sandboxes' cleanup short, leaving cgroups and scratch."""
         with self._lock:
-            tokens = list(self._tokens.values())
-        for token in tokens:
+            running = dict(self._tokens)
+        for token in running.values():
             token.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        futures.wait(list(running), timeout=CANCEL_GRACE_S)
 
 
 class _PipeConnection:
@@ -182,11 +187,12 @@ class ProcessExecutor:
 
     def _spawn(self) -> tuple[Any, Any]:
         """A fresh ``python -m cvdp_gym.grading.worker`` (no fork of this threaded process,
-        no re-import of the caller's main module), talking over a pipe pair."""
+        no re-import of the caller's main module), talking over a pipe pair; it dies with
+        this process (``worker.die_with_parent``), sandbox and all, even on a SIGKILL."""
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         process = subprocess.Popen(
-            [sys.executable, "-m", "cvdp_gym.grading.worker", str(to_child_r), str(from_child_w)],
+            [sys.executable, "-m", "cvdp_gym.grading.worker", str(to_child_r), str(from_child_w), str(os.getpid())],
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # the terminal's Ctrl-C is the caller's to handle (close())

@@ -44,13 +44,22 @@ _ROOT_DIRS = (*_SYSTEM_DIRS, "etc", "opt")
 _LAUNCH_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
 
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: How old an orphan's cgroup must be before ``remove_orphan_cgroups`` removes it, seconds.
+ORPHAN_CGROUP_AGE_S = 60.0
+
+
 class _Cgroups:
-    """cgroup v1/v2 memory and pids limits for one run, if this machine allows them."""
+    """cgroup v1/v2 memory and pids limits for one run, if this machine allows them.
+
+    Named ``cvdp-gym-<pid>-<random>`` after the process that makes them, so that one left
+    by a process killed before its cleanup (SIGKILL) can be told apart from one in use and
+    removed later (``remove_orphan_cgroups``)."""
 
     def __init__(self, limits: Limits) -> None:
         self.dirs: list[Path] = []
-        name = f"cvdp-gym-{uuid.uuid4().hex[:12]}"
-        root = Path("/sys/fs/cgroup")
+        name = f"cvdp-gym-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        root = _CGROUP_ROOT
         memory = limits.memory_mb * 1024 * 1024
         v1 = [
             (root / "memory", {"memory.limit_in_bytes": memory}),
@@ -118,8 +127,29 @@ class _Cgroups:
                     time.sleep(0.01)
 
 
+def remove_orphan_cgroups(root: Path = _CGROUP_ROOT, *, min_age_s: float = ORPHAN_CGROUP_AGE_S) -> list[Path]:
+    """Remove the empty ``cvdp-gym-<pid>-*`` cgroups whose maker is dead (killed before its
+    own cleanup) and that are ``min_age_s`` old; the removed folders. Others' cgroups in use
+    are never touched: the maker lives, and a cgroup with a process in it cannot be removed."""
+    removed: list[Path] = []
+    for path in [*root.glob("cvdp-gym-*-*"), *root.glob("*/cvdp-gym-*-*")]:
+        parts = path.name.split("-")
+        if len(parts) != 4 or not parts[2].isdigit() or Path(f"/proc/{parts[2]}").exists():
+            continue
+        with contextlib.suppress(OSError):
+            # A minute old at least: a maker in another PID namespace (a container sharing
+            # this hierarchy) looks dead from here; its run joins its cgroup within moments.
+            if time.time() - path.stat().st_mtime < min_age_s:
+                continue
+            path.rmdir()
+            removed.append(path)
+    return removed
+
+
 class BubblewrapSandbox:
-    """Runs commands under ``bwrap`` with the local simulation toolchain visible."""
+    """Runs commands under ``bwrap`` with the local simulation toolchain visible.
+
+    A new sandbox first removes the cgroups a killed process left (``remove_orphan_cgroups``)."""
 
     name = "bubblewrap"
 
@@ -129,6 +159,7 @@ class BubblewrapSandbox:
             raise SandboxUnavailable(
                 f"bubblewrap (bwrap) not found; install it with: {self.toolchain.bwrap.fix}"
             )
+        remove_orphan_cgroups()
 
     def _system_args(self, env: SimEnv | None, scratch: Path) -> list[str]:
         root = self.toolchain.root

@@ -6,8 +6,9 @@ FastAPI's ``/docs`` and ``/openapi.json``, and the NeMo-Gym resources-server rou
 
 Safety, in one ASGI middleware (``_Guard``) in front of every route: a bearer token (when
 one is set; ``/healthz``, ``/docs`` and ``/openapi.json`` stay open), a body-size limit
-(413), and the request counters of ``/metrics``. An answer the result cache holds is answered at once;
-other grading jobs go through a bounded queue:
+(413), a refusal (400) of what Python's JSON parser accepts but is not valid JSON
+(``json_problem``), and the request counters of ``/metrics``. An answer the result cache
+holds is answered at once; other grading jobs go through a bounded queue:
 ``workers`` grade at once, ``queue`` more wait, and one beyond that is answered 429 with
 ``Retry-After``. Every job is graded with a deadline (the request's ``deadline_s``, capped
 by and defaulting to the server's ``deadline_s``): a job still running then is cancelled,
@@ -18,13 +19,17 @@ executors are closed, which kills the sandboxes still running.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from cvdp_gym.errors import CvdpGymError, UnavailableError, UnknownProblemError
@@ -37,6 +42,7 @@ from cvdp_gym.service.core import (
     answer_of,
     error,
     queue_full,
+    shutting_down,
 )
 from cvdp_gym.service.models import GradeAnswer, GradeRequest, ProblemList, ProblemSummary
 
@@ -63,6 +69,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.service = service
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Any, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own 422, but a body that was not JSON (no JSON content type) is echoed
+        # as text: FastAPI's encoder decodes its bytes as strict UTF-8, a 500 on random bytes.
+        errors = jsonable_encoder(exc.errors(), custom_encoder={bytes: lambda b: b.decode("utf-8", "replace")})
+        return JSONResponse({"detail": errors}, status_code=422)
 
     @app.exception_handler(UnknownProblemError)
     async def unknown_problem(_request: Any, exc: UnknownProblemError) -> JSONResponse:
@@ -107,9 +120,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
             return answer_of(hit, body.reward, 0.0, hit.wall_s)
         if not service.admit():
             return queue_full(service)
-        result, queued, total = await service.grade(
-            problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed
-        )
+        try:
+            result, queued, total = await service.grade(
+                problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed
+            )
+        except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
+            return shutting_down(service)
         return answer_of(result, body.reward, queued, total)
 
     nemo.add_routes(app, service)
@@ -169,6 +185,10 @@ class _Guard:
                 if not message.get("more_body", False):
                     break
             body = b"".join(chunks)
+            problem = json_problem(body)
+            if problem is not None:
+                await _reply(send, 400, problem)
+                return
             sent = False
 
             async def replay() -> Message:
@@ -181,6 +201,38 @@ class _Guard:
             await self.app(scope, replay, send)
             return
         await self.app(scope, receive, send)
+
+
+#: Cheap signs of what ``json_problem`` looks for: a surrogate's escape, a bare constant.
+_SUSPECT = re.compile(rb"\\u[dD][89a-fA-F]|NaN|Infinity")
+
+
+def json_problem(body: bytes) -> str | None:
+    """Why a JSON body that Python's parser accepts is still refused (400), or None.
+
+    A lone UTF-16 surrogate (``"\\ud800"``) decodes to a string that cannot be written
+    back as UTF-8, and ``NaN``/``Infinity`` are not JSON: either made a 500 of any answer
+    that echoes the value (a 422's ``input``, a 404's id). Parsed only when the cheap
+    ``_SUSPECT`` pattern is in the body; a body that does not parse is left to FastAPI (400)."""
+    if not _SUSPECT.search(body):
+        return None
+
+    def constant(name: str) -> float:
+        raise _Refused(f"{name} is not JSON")
+
+    try:
+        json.dumps(json.loads(body, parse_constant=constant), ensure_ascii=False).encode()
+    except _Refused as exc:
+        return str(exc)
+    except UnicodeEncodeError:
+        return "a string holds a lone UTF-16 surrogate escape (not valid Unicode)"
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+class _Refused(Exception):
+    pass
 
 
 async def _reply(send: Send, status: int, message: str, headers: dict[str, str] | None = None) -> None:

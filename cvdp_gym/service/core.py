@@ -7,9 +7,11 @@ import asyncio
 import contextlib
 import ipaddress
 import math
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fastapi.responses import JSONResponse
@@ -24,6 +26,8 @@ from cvdp_gym.service.models import GradeAnswer, RewardKind
 #: Routes open without the token: liveness probes and the API's own description.
 OPEN_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
 TOKEN_ENV = "CVDP_GYM_SERVE_TOKEN"
+#: How long closing the service waits for the cancelled jobs to end, seconds.
+CLOSE_WAIT_S = 10.0
 
 
 def is_loopback(host: str) -> bool:
@@ -75,6 +79,8 @@ class GradingService:
         self.problems: dict[str, Problem] = {p.id: p for p in config.dataset}
         self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="serve")
         self._admitted = 0  # waiting + running; touched on the event loop only
+        self._jobs: set[Future[GradeResult]] = set()  # for close() to wait on
+        self._lock = threading.Lock()
         self.closed = False
 
     def problem(self, problem_id: str) -> Problem:
@@ -131,11 +137,18 @@ class GradingService:
             return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed)
 
         job = self._pool.submit(run)
-        job.add_done_callback(lambda _done: _tell(loop, self._ended, ran))
+        with self._lock:
+            self._jobs.add(job)
+        job.add_done_callback(lambda done: self._forget(done, loop, ran))
         result = await asyncio.wrap_future(job)
         total = time.monotonic() - start
         self.metrics.graded(total, result.verdict, result.cached)
         return result, waited, total
+
+    def _forget(self, job: Future[GradeResult], loop: asyncio.AbstractEventLoop, ran: bool) -> None:
+        with self._lock:
+            self._jobs.discard(job)
+        _tell(loop, self._ended, ran)
 
     def _started(self) -> None:  # on the event loop, as every count of the queue
         self.metrics.running += 1
@@ -148,10 +161,15 @@ class GradingService:
         self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
 
     def close(self) -> None:
-        """Stop taking jobs and kill the sandboxes still running."""
+        """Stop taking jobs, kill the sandboxes still running and wait (a few seconds at
+        most) for their jobs to end: ``cvdp-gym serve`` exits right after, by re-raising
+        the SIGTERM (uvicorn), which would cut their cleanup short."""
         self.closed = True
+        with self._lock:
+            running = list(self._jobs)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.grader.close()
+        futures.wait(running, timeout=CLOSE_WAIT_S)
 
 
 def _tell(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: object) -> None:
@@ -174,6 +192,16 @@ def answer_of(result: GradeResult, reward: RewardKind, queued: float, total: flo
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """A one-line error body, ``{"detail": message}`` (FastAPI's own shape)."""
     return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+
+def shutting_down(service: GradingService) -> JSONResponse:
+    """The answer to a job the server's shutdown cut (its graceful-shutdown time ran out):
+    503 and a ``Retry-After``, not the 500 the cancelled request would otherwise get; the
+    job's sandbox is killed as the service closes, and the verdict is not cached."""
+    return error(
+        503, "the server is shutting down: this answer was not graded; retry later",
+        {"Retry-After": str(max(1, math.ceil(service.config.retry_after_s)))},
+    )
 
 
 def queue_full(service: GradingService) -> JSONResponse:

@@ -23,7 +23,7 @@ class GradeRequest(BaseModel):
     files: dict[str, str] | None = None
     reward: RewardKind = "shaped"
     deadline_s: float | None = Field(default=None, gt=0, description="Seconds to grade by (the server's limit caps it); a job still running then is cancelled and scored timeout.")
-    seed: int | None = Field(default=None, description="Harness seed of a randomised harness (default: the server's).")
+    seed: int | None = Field(default=None, ge=0, lt=2**32, description="Harness seed of a randomised harness (default: the server's); cocotb's seed is 32 bits.")
 
     @model_validator(mode="after")
     def _one_answer(self) -> GradeRequest:

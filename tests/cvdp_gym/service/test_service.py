@@ -163,9 +163,14 @@ def test_nemo_gym_routes(served):
     assert answer["reward"] == pytest.approx(1.4) and answer["passed"] and not answer["mask_sample"]
     assert answer["response"] == request["response"] and answer["responses_create_params"] == request["responses_create_params"]
     assert answer["reward_components"]["tests"] == 1.0 and answer["failure_kind"] is None
+    deep: object = "leaf"
+    for _ in range(600):  # an extra field nested deeper than FastAPI's serialiser goes is echoed
+        deep = [deep]
+    echoed = httpx.post(f"{served.url}/verify", json={**request, "trace": deep}, timeout=120)
+    assert echoed.status_code == 200 and echoed.json()["trace"] == deep and echoed.json()["cached"]
     wrong = dict(request, verifier_metadata={"problem_id": EDGE.id, "rtl_files": answers(EDGE.id)[2][1]})
     failed = httpx.post(f"{served.url}/verify", json=wrong, timeout=120).json()
-    assert failed["failure_kind"] == "test_failure" and failed["reward"] == pytest.approx(0.4)
+    assert failed["failure_kind"] == "cvdp_gym:test_failure" and failed["reward"] == pytest.approx(0.4)
     metrics = httpx.post(f"{served.url}/aggregate_metrics", json={"verify_responses": [answer, failed]}).json()
     assert metrics["agent_metrics"]["pass_rate"] == 0.5 and metrics["group_level_metrics"][0]["count"] == 2
     assert httpx.post(f"{served.url}/verify", json={"response": {}}).status_code == 422

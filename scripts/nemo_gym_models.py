@@ -1,0 +1,89 @@
+"""Build (idempotent) the folder that lets the sandbox's Python import NeMo-Gym's own models.
+
+``nemo-gym`` needs Python >= 3.13, and this project's venv may be older; the simulation
+root's ``python3`` (3.14) is new enough. So ``tests/cvdp_gym/service/test_nemo_gym_models.py``
+validates the service's traffic with NeMo-Gym's pydantic models there, in the sandbox, with
+this folder on ``PYTHONPATH``: ``nemo_gym/`` (the package alone, from the ``nemo-gym``
+wheel: 3.4 MB of its 43) and the packages its models are built from, as cp314 wheels
+(8 MB of wheels, 48 MB installed; with the 43 MB nemo-gym wheel, about 6 s here). The server machinery the module
+also imports (aiohttp, hydra, pandas, scipy, wandb, ray...) is not installed: the check
+script stands it in (``tests/cvdp_gym/service/nemo_gym_check.py``).
+
+    .venv/bin/python scripts/nemo_gym_models.py [--target DIR] [--force]
+
+Default folder: ``$CVDP_GYM_NEMO_GYM_MODELS``, else ``$XDG_CACHE_HOME/cvdp-gym/nemo-gym-cp314``.
+Run by ``scripts/test.sh``; nothing else needs it (the test skips without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+NEMO_GYM = "nemo-gym==0.7.0"
+#: What ``nemo_gym.base_resources_server``'s models are built from (openai pinned as
+#: nemo-gym 0.7.0 pins it); their own dependencies come along.
+PACKAGES = ("openai==2.44.0", "pydantic", "fastapi", "rich", "omegaconf")
+PYTHON_VERSION = "3.14"
+MARKER = ".cvdp-gym-built.json"
+
+
+def default_target(version: str = PYTHON_VERSION) -> Path:
+    if os.environ.get("CVDP_GYM_NEMO_GYM_MODELS"):
+        return Path(os.environ["CVDP_GYM_NEMO_GYM_MODELS"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "cvdp-gym" / f"nemo-gym-cp{version.replace('.', '')}"
+
+
+def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -> Path:
+    """Build ``target`` unless it holds this very spec already; built beside it and moved in
+    whole, so an interrupted build leaves no half folder."""
+    spec = {"nemo_gym": NEMO_GYM, "packages": list(PACKAGES), "python": version}
+    marker = target / MARKER
+    if not force and marker.exists() and json.loads(marker.read_text()).get("spec") == spec:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    start = time.monotonic()
+    try:
+        platform = ["--python-version", version, "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
+                    "--implementation", "cp"]
+        pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+        subprocess.run([*pip, "install", "--target", str(staging), *platform, *PACKAGES], check=True)
+        wheels = staging / ".wheels"
+        subprocess.run([*pip, "download", "--no-deps", "-d", str(wheels), *platform, NEMO_GYM], check=True)
+        for wheel in wheels.glob("nemo_gym-*.whl"):
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(staging, [n for n in archive.namelist() if n.startswith("nemo_gym/")])
+        shutil.rmtree(wheels)
+        size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+        (staging / MARKER).write_text(json.dumps({"spec": spec, "bytes": size, "seconds": round(time.monotonic() - start, 1)}))
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", type=Path, default=None)
+    parser.add_argument("--python-version", default=PYTHON_VERSION)
+    parser.add_argument("--force", action="store_true", help="rebuild even if the folder is up to date")
+    args = parser.parse_args()
+    target = build(args.target or default_target(args.python_version), args.python_version, force=args.force)
+    built = json.loads((target / MARKER).read_text())
+    print(f"[nemo-gym models] {target} ({built['bytes'] / 1e6:.0f} MB, built in {built['seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()

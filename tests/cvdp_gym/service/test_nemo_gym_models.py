@@ -1,0 +1,103 @@
+"""The service's NeMo-Gym traffic, validated by NeMo-Gym's own pydantic models.
+
+``nemo-gym`` needs Python >= 3.13, so its models run in the sandbox, under the simulation
+root's ``python3`` (3.14), with the folder ``scripts/nemo_gym_models.py`` builds (run by
+``scripts/test.sh``) mounted read-only on ``PYTHONPATH``. The payloads are real: requests
+shaped as NeMo-Gym sends them (an OpenAI Responses API response) and the answers the live
+service gave them, for a single-shot answer (the response's text), an agentic one
+(``rtl_files``), a ``/seed_session`` and an ``/aggregate_metrics`` round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+import httpx
+
+from cvdp_gym.sandbox.bwrap import Limits, Mount
+from tests.cvdp_gym.service.test_service import EDGE, answers, serve
+
+pytestmark = pytest.mark.sandbox
+
+CHECK = Path(__file__).with_name("nemo_gym_check.py")
+
+
+def models_dir() -> Path:
+    """Where ``scripts/nemo_gym_models.py`` builds the folder (its ``default_target``)."""
+    if os.environ.get("CVDP_GYM_NEMO_GYM_MODELS"):
+        return Path(os.environ["CVDP_GYM_NEMO_GYM_MODELS"])
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cvdp-gym" / "nemo-gym-cp314"
+
+
+def responses_api(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``responses_create_params`` and the ``response`` of one policy turn, as NeMo-Gym's
+    model server returns them (OpenAI Responses API objects, every required field)."""
+    params = {"input": [{"role": "user", "content": EDGE.prompt[:200]}], "model": "policy", "temperature": 1.0}
+    response = {
+        "id": "resp_1", "object": "response", "created_at": 1764000000.0, "model": "policy",
+        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+    }
+    return params, response
+
+
+def validate(sandbox: Any, tmp_path: Path, payloads: list[tuple[str, Any]]) -> list[tuple[str, str | None]]:
+    """NeMo-Gym's verdict on each ``(model name, payload)``: None, or what it objected to."""
+    folder = models_dir()
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "check.py").write_text(CHECK.read_text())
+    (inbox / "payloads.json").write_text(json.dumps(payloads))
+    result = sandbox.run(
+        ["python3", "/in/check.py", "/in/payloads.json"],
+        mounts=[Mount(folder, "/nemo-gym"), Mount(inbox, "/in")], scratch=tmp_path / "scratch",
+        env={"PYTHONPATH": "/nemo-gym", "PATH": "/usr/bin:/bin"}, limits=Limits(wall_s=120),
+    )
+    assert result.returncode == 0, result.output
+    return [tuple(row) for row in json.loads(result.output.strip().splitlines()[-1])]
+
+
+def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_path):
+    if not (models_dir() / "nemo_gym" / "base_resources_server.py").exists():
+        pytest.skip(f"NeMo-Gym's models are not built at {models_dir()}: run .venv/bin/python scripts/nemo_gym_models.py")
+    if sandbox.toolchain.root is None:
+        pytest.skip("needs the simulation root's python3 (3.14); the host fallback has none new enough")
+    server = serve(runner, tmp_path / "serve-cache", workers=2, queue=4)
+    try:
+        post = lambda route, body: httpx.post(f"{server.url}{route}", json=body, timeout=120)  # noqa: E731
+        text = "Here it is:\n" + "".join(f"```systemverilog\n{t}```\n" for t in EDGE.reference.values())
+        params, response = responses_api(text)
+        single = {"responses_create_params": params, "response": response, "verifier_metadata": {"problem_id": EDGE.id}}
+        # An agent's turn: the files it wrote are graded (here a functionally wrong answer).
+        agentic_params, agentic_response = responses_api("Done: the module is in rtl/.")
+        agentic = {"responses_create_params": agentic_params, "response": agentic_response,
+                   "verifier_metadata": {"problem_id": EDGE.id, "rtl_files": answers(EDGE.id)[2][1]}}
+        seed = post("/seed_session", {})
+        verified = [post("/verify", single), post("/verify", agentic)]
+        assert [r.status_code for r in (seed, *verified)] == [200, 200, 200], [r.text for r in (seed, *verified)]
+        passed, failed = (r.json() for r in verified)
+        assert passed["passed"] and passed["reward"] > failed["reward"] and failed["verdict"] == "test_failure"
+        aggregate_request = {"verify_responses": [passed, failed]}
+        aggregate = post("/aggregate_metrics", aggregate_request)
+        assert aggregate.status_code == 200, aggregate.text
+    finally:
+        server.stop()
+
+    payloads = [
+        ("BaseSeedSessionRequest", {}), ("BaseSeedSessionResponse", seed.json()),
+        ("BaseVerifyRequest", single), ("BaseVerifyResponse", passed), ("BaseMultiRewardVerifyResponse", passed),
+        ("BaseVerifyRequest", agentic), ("BaseVerifyResponse", failed), ("BaseMultiRewardVerifyResponse", failed),
+        ("AggregateMetricsRequest", aggregate_request), ("AggregateMetrics", aggregate.json()),
+    ]
+    verdicts = validate(sandbox, tmp_path, payloads)
+    assert [name for name, _ in verdicts] == [name for name, _ in payloads]
+    assert [(name, problem) for name, problem in verdicts if problem] == []
