@@ -4,7 +4,7 @@
 root's ``python3`` (3.14) is new enough. So ``tests/cvdp_gym/service/test_nemo_gym_models.py``
 validates the service's traffic with NeMo-Gym's pydantic models there, in the sandbox, with
 this folder on ``PYTHONPATH``: ``nemo_gym/`` (the package alone, from the ``nemo-gym``
-wheel: 3.4 MB of its 43) and the packages its models are built from, as cp314 wheels
+wheel: 3.4 MB of its 43; and the example rows of its CVDP resources server) and the packages its models are built from, as cp314 wheels
 (8 MB of wheels, 48 MB installed; with the 43 MB nemo-gym wheel, about 6 s here). The server machinery the module
 also imports (aiohttp, hydra, pandas, scipy, wandb, ray...) is not installed: the check
 script stands it in (``tests/cvdp_gym/service/nemo_gym_check.py``).
@@ -32,6 +32,9 @@ NEMO_GYM = "nemo-gym==0.7.0"
 #: What ``nemo_gym.base_resources_server``'s models are built from (openai pinned as
 #: nemo-gym 0.7.0 pins it); their own dependencies come along.
 PACKAGES = ("openai==2.44.0", "pydantic", "fastapi", "rich", "omegaconf")
+#: What is kept of the wheel: the package, and NeMo-Gym's own CVDP resources server's example
+#: rows and rollouts (``test_nemo_gym_cvdp_rows`` grades them through the service).
+KEEP = ("nemo_gym/", "resources_servers/cvdp/data/example")
 PYTHON_VERSION = "3.14"
 MARKER = ".cvdp-gym-built.json"
 
@@ -46,7 +49,7 @@ def default_target(version: str = PYTHON_VERSION) -> Path:
 def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -> Path:
     """Build ``target`` unless it holds this very spec already; built beside it and moved in
     whole, so an interrupted build leaves no half folder."""
-    spec = {"nemo_gym": NEMO_GYM, "packages": list(PACKAGES), "python": version}
+    spec = {"nemo_gym": NEMO_GYM, "packages": list(PACKAGES), "python": version, "keep": list(KEEP)}
     marker = target / MARKER
     if not force and marker.exists() and json.loads(marker.read_text()).get("spec") == spec:
         return target
@@ -62,7 +65,7 @@ def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -
         subprocess.run([*pip, "download", "--no-deps", "-d", str(wheels), *platform, NEMO_GYM], check=True)
         for wheel in wheels.glob("nemo_gym-*.whl"):
             with zipfile.ZipFile(wheel) as archive:
-                archive.extractall(staging, [n for n in archive.namelist() if n.startswith("nemo_gym/")])
+                archive.extractall(staging, [n for n in archive.namelist() if n.startswith(KEEP)])
         shutil.rmtree(wheels)
         size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
         (staging / MARKER).write_text(json.dumps({"spec": spec, "bytes": size, "seconds": round(time.monotonic() - start, 1)}))

@@ -1,6 +1,7 @@
 """The grading service's FastAPI application: ``create_app(ServiceConfig(...))``.
 
-Routes: ``POST /v1/grade``, ``GET /v1/problems``, ``GET /healthz``, ``GET /metrics``,
+Routes: ``POST /v1/grade``, ``GET /v1/problems``, ``GET /healthz`` (also ``/health``,
+``/livez``, ``/readyz``, ``/``), ``GET /metrics``,
 FastAPI's ``/docs`` and ``/openapi.json``, and the NeMo-Gym resources-server routes of
 :mod:`cvdp_gym.service.nemo` (``/seed_session``, ``/verify``, ``/aggregate_metrics``).
 
@@ -89,6 +90,11 @@ def create_app(config: ServiceConfig) -> FastAPI:
     async def bad_input(_request: Any, exc: CvdpGymError) -> JSONResponse:
         return error(422, str(exc.args[0]) if exc.args else type(exc).__name__)
 
+    # /health, /livez, /readyz and /: where NeMo-Gym's (and Kubernetes') probes look.
+    @app.get("/health", include_in_schema=False)
+    @app.get("/livez", include_in_schema=False)
+    @app.get("/readyz", include_in_schema=False)
+    @app.get("/", include_in_schema=False)
     @app.get("/healthz", summary="Liveness: ok while the server takes requests")
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", "problems": len(service.problems), "queue_depth": config.metrics.queue_depth}
@@ -117,7 +123,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         problem = service.problem(body.problem_id)
         hit = service.cached(problem, response=body.response, files=body.files, seed=body.seed)
         if hit is not None:
-            return answer_of(hit, body.reward, 0.0, hit.wall_s)
+            return answer_of(hit, body.reward or config.reward, 0.0, hit.wall_s)
         if not service.admit():
             return queue_full(service)
         try:
@@ -126,7 +132,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
             )
         except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
             return shutting_down(service)
-        return answer_of(result, body.reward, queued, total)
+        return answer_of(result, body.reward or config.reward, queued, total)
 
     nemo.add_routes(app, service)
     app.add_middleware(_Guard, config=config)

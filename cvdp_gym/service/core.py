@@ -24,7 +24,9 @@ from cvdp_gym.service.metrics import Metrics
 from cvdp_gym.service.models import GradeAnswer, RewardKind
 
 #: Routes open without the token: liveness probes and the API's own description.
-OPEN_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+OPEN_PATHS = frozenset({
+    "/healthz", "/health", "/livez", "/readyz", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc",
+})
 TOKEN_ENV = "CVDP_GYM_SERVE_TOKEN"
 #: How long closing the service waits for the cancelled jobs to end, seconds.
 CLOSE_WAIT_S = 10.0
@@ -48,7 +50,8 @@ class ServiceConfig:
     (one more is answered 429); ``max_body``: largest request body, bytes (413 beyond);
     ``deadline_s``: the longest a grade may take (and the default of a request that names
     none); ``retry_after_s``: the ``Retry-After`` of a 429; ``token``: the bearer token
-    (None: none asked; only allowed on a loopback host, see ``check_host``).
+    (None: none asked; only allowed on a loopback host, see ``check_host``); ``reward``: the
+    reward of a request that names none (NeMo-Gym's rows never do).
     """
 
     grader: Grader
@@ -59,6 +62,7 @@ class ServiceConfig:
     deadline_s: float = 600.0
     retry_after_s: int = 1
     token: str | None = None
+    reward: str = "shaped"
     metrics: Metrics = field(default_factory=Metrics)
 
     def check_host(self, host: str) -> None:

@@ -21,7 +21,7 @@ class GradeRequest(BaseModel):
     problem_id: str = Field(min_length=1, max_length=500)
     response: str | None = None
     files: dict[str, str] | None = None
-    reward: RewardKind = "shaped"
+    reward: RewardKind | None = Field(default=None, description="shaped, partial or binary (default: the server's, shaped unless set).")
     deadline_s: float | None = Field(default=None, gt=0, description="Seconds to grade by (the server's limit caps it); a job still running then is cancelled and scored timeout.")
     seed: int | None = Field(default=None, ge=0, lt=2**32, description="Harness seed of a randomised harness (default: the server's); cocotb's seed is 32 bits.")
 

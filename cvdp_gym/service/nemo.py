@@ -1,4 +1,5 @@
-"""NeMo-Gym resources-server routes: ``/seed_session``, ``/verify``, ``/aggregate_metrics``.
+"""NeMo-Gym resources-server routes: ``/seed_session``, ``/close_session``, ``/verify``,
+``/aggregate_metrics``, ``/reverify_mode``.
 
 Shapes written from NeMo-Gym's ``nemo_gym/base_resources_server.py`` (its package needs
 Python 3.13, so it is not a dependency; ``tests/cvdp_gym/service/test_nemo_gym_models.py``
@@ -6,11 +7,18 @@ validates real traffic with its own models, under the sandbox's Python 3.14): a 
 request is ``BaseVerifyRequest`` (``responses_create_params``, ``response``: an OpenAI
 Responses API response) plus the task's metadata, here ``verifier_metadata: {problem_id,
 rtl_files?}``; the answer echoes the request and adds ``reward`` and
-``BaseVerifyResponse``'s ``mask_sample``, ``failure_kind`` (``cvdp_gym:<failure class>``),
-``failure_reason`` (and ``BaseMultiRewardVerifyResponse``'s ``reward_components``), plus
-this service's verdict fields. ``/aggregate_metrics`` takes ``{"verify_responses": [...]}``
-and answers ``AggregateMetrics`` (``group_level_metrics``, ``agent_metrics``, ``key_metrics``).
-The Responses API objects are kept as free JSON (only ``response.output``'s text is read).
+``BaseVerifyResponse``'s ``mask_sample``, ``failure_kind``, ``failure_reason`` (and
+``BaseMultiRewardVerifyResponse``'s ``reward_components``), plus this service's verdict
+fields. A wrong answer is not a failure in NeMo-Gym's sense (its ``failure_kinds`` name what
+went wrong with the machinery): ``failure_kind`` is set only when the grade measures
+nothing (``mask_sample``): ``verifier_error`` when grading itself failed, and
+``cvdp_gym:<class>`` for an answer this toolchain cannot score (``unsupported``,
+``toolchain_gap``). ``/aggregate_metrics`` takes ``{"verify_responses": [...]}`` and answers
+``AggregateMetrics`` (``group_level_metrics``, ``agent_metrics``, ``key_metrics``). Sessions
+hold no state (grading is a function of the answer): ``/seed_session`` and
+``/close_session`` confirm the caller's ``resources_session_id``, and ``/reverify_mode`` is
+``stateless`` (a stored rollout can be verified again). The Responses API objects are kept
+as free JSON (only ``response.output``'s text is read).
 """
 
 from __future__ import annotations
@@ -22,18 +30,56 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cvdp_gym.data.problems import Problem, problem_from_record
+from cvdp_gym.errors import ConfigError
+from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.service.core import GradingService, answer_of, queue_full, shutting_down
 from cvdp_gym.service.models import RewardKind
 
 
 class VerifierMetadata(BaseModel):
-    problem_id: str = Field(min_length=1, max_length=500)
+    """The task of a ``/verify``: this service's shape (``problem_id``, ``rtl_files``) or
+    NeMo-Gym's own CVDP server's (``task_id``, ``categories``, ``target_files``,
+    ``harness_files``, ``context_files``; the agent's files then at the request's top level).
+    A task this server's dataset does not hold is graded from the harness it carries."""
+
+    model_config = ConfigDict(extra="allow")
+
+    problem_id: str | None = Field(default=None, min_length=1, max_length=500)
+    task_id: str | None = Field(default=None, min_length=1, max_length=500)
     #: Files the agent wrote (path → text): graded instead of the response's text.
     rtl_files: dict[str, str] | None = None
-    reward: RewardKind = "shaped"
+    reward: RewardKind | None = None
     deadline_s: float | None = Field(default=None, gt=0)
+    categories: list[str] = Field(default_factory=list, max_length=10)
+    target_files: list[str] = Field(default_factory=list, max_length=200)
+    harness_files: dict[str, str | None] = Field(default_factory=dict)
+    context_files: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _named(self) -> VerifierMetadata:
+        if self.problem_id is None and self.task_id is None:
+            raise ConfigError("verifier_metadata names no task: give 'problem_id' (or NeMo-Gym's 'task_id')")
+        return self
+
+    @property
+    def id(self) -> str:
+        return self.problem_id or self.task_id or ""
+
+    def embedded_problem(self) -> Problem | None:
+        """The task as a problem, from the harness it carries (None: it carries none)."""
+        harness = {path: text for path, text in self.harness_files.items() if text is not None}
+        if not harness:
+            return None
+        record = {
+            "id": self.id, "categories": list(self.categories),
+            "input": {"prompt": "", "context": dict(self.context_files)},
+            "output": {"context": {path: "" for path in self.target_files}},
+            "harness": {"files": harness},
+        }
+        return problem_from_record(record, source="verifier_metadata")
 
 
 class VerifyRequest(BaseModel):
@@ -42,6 +88,8 @@ class VerifyRequest(BaseModel):
     responses_create_params: dict[str, Any]
     response: dict[str, Any]
     verifier_metadata: VerifierMetadata
+    #: NeMo-Gym's CVDP server takes the agent's files here, beside the metadata.
+    rtl_files: dict[str, str] | None = None
 
 
 class VerifiedRow(BaseModel):
@@ -81,38 +129,74 @@ def response_text(response: dict[str, Any]) -> str:
 
 #: NeMo-Gym's ``failure_kind`` of a class outside its shared vocabulary: ``<server>:<kind>``.
 FAILURE_KIND_PREFIX = "cvdp_gym:"
+#: NeMo-Gym's registered name for "the verifier failed".
+VERIFIER_ERROR = "verifier_error"
 
 
-def failure_kind(failure_class: str | None) -> str:
-    """The verdict's failure class in NeMo-Gym's ``failure_kinds`` form: namespaced, since
-    none of ours is in its shared vocabulary (an unregistered name is logged as a warning
-    by ``BaseVerifyResponse``); a character outside ``[a-z0-9_]`` becomes ``_``."""
-    name = re.sub(r"[^a-z0-9_]", "_", (failure_class or "failed").lower())
+def failure_kind(result: GradeResult) -> str | None:
+    """NeMo-Gym's ``failure_kind`` of a grade: None when it measures the answer (passed or
+    not); ``verifier_error`` when grading failed; else the class, namespaced (an
+    unregistered bare name is logged as a warning by ``BaseVerifyResponse``), a character
+    outside ``[a-z0-9_]`` made ``_``."""
+    if result.infra_failure:
+        return VERIFIER_ERROR
+    if not result.excluded:
+        return None
+    name = re.sub(r"[^a-z0-9_]", "_", (result.failure_class or "excluded").lower())
     return FAILURE_KIND_PREFIX + (name if name[:1].isalpha() else f"x{name}")
+
+
+class SessionRequest(BaseModel):
+    """``ResourcesSeedSessionRequest`` / ``ResourcesCloseSessionRequest``: the caller's id."""
+
+    model_config = ConfigDict(extra="allow")
+
+    resources_session_id: str = Field(min_length=1, max_length=1000)
+
+
+def _task(service: GradingService, meta: VerifierMetadata) -> Problem:
+    """The problem a verify request names: this server's, else the one its metadata carries."""
+    if meta.id in service.problems:
+        return service.problem(meta.id)
+    embedded = meta.embedded_problem()
+    return embedded if embedded is not None else service.problem(meta.id)
 
 
 def add_routes(app: FastAPI, service: GradingService) -> None:
     @app.post("/seed_session", tags=["nemo-gym"], summary="NeMo-Gym: start a session (nothing to set up)")
     async def seed_session(body: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {}
+        session = (body or {}).get("resources_session_id")
+        if session is None:  # an agent's legacy seed: an empty answer
+            return {}
+        return {"resources_session_id": SessionRequest(resources_session_id=session).resources_session_id}
+
+    @app.post("/close_session", tags=["nemo-gym"], summary="NeMo-Gym: end a session (nothing to tear down)")
+    async def close_session(body: SessionRequest) -> dict[str, Any]:
+        return {"resources_session_id": body.resources_session_id}
+
+    @app.get("/reverify_mode", tags=["nemo-gym"], summary="NeMo-Gym: stored rollouts can be verified again")
+    async def reverify_mode() -> str:
+        return "stateless"
 
     @app.post("/verify", tags=["nemo-gym"], summary="NeMo-Gym: grade a rollout's response")
     async def verify(body: VerifyRequest) -> Any:
         meta = body.verifier_metadata
-        problem = service.problem(meta.problem_id)
-        text = None if meta.rtl_files is not None else response_text(body.response)
-        result = service.cached(problem, response=text, files=meta.rtl_files)
+        problem = _task(service, meta)
+        files = body.rtl_files if body.rtl_files is not None else meta.rtl_files
+        text = None if files is not None else response_text(body.response)
+        result = service.cached(problem, response=text, files=files)
         if result is not None:
             queued, total = 0.0, result.wall_s
         elif not service.admit():
             return queue_full(service)
         else:
             try:
-                result, queued, total = await service.grade(problem, response=text, files=meta.rtl_files, deadline_s=meta.deadline_s)
+                result, queued, total = await service.grade(problem, response=text, files=files, deadline_s=meta.deadline_s)
             except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
                 return shutting_down(service)
-        answer = answer_of(result, meta.reward, queued, total)
+        answer = answer_of(result, meta.reward or service.config.reward, queued, total)
         stages = {s.name: float(bool(s.passed)) for s in answer.stages}
+        kind = failure_kind(result)
         # Written by json.dumps, which takes whatever depth the parser took: FastAPI's own
         # serialiser stops at a lower one, and a deeply nested extra field was a 500.
         return JSONResponse({
@@ -120,13 +204,20 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
             "reward": answer.reward,
             "reward_components": {**stages, "test_fraction": result.test_fraction},
             "mask_sample": result.infra_failure or result.excluded,
-            "failure_kind": None if result.passed else failure_kind(result.failure_class),
-            "failure_reason": None if result.passed else result.reason,
+            "failure_kind": kind,
+            "failure_reason": result.reason if kind else None,
             "passed": answer.passed,
             "verdict": answer.verdict,
             "tests": answer.tests.model_dump(),
             "cached": answer.cached,
             "grade_s": answer.grade_s,
+            # NeMo-Gym's CVDP server's fields, so its reports read these rows too.
+            "task_id": problem.id,
+            "category": problem.category or None,
+            "difficulty": problem.difficulty,
+            "extracted_rtl": dict(result.files) or None,
+            "execution_time": answer.grade_s,
+            "parse_failed": text is not None and not result.format_ok,
         })
 
     @app.post("/aggregate_metrics", tags=["nemo-gym"], summary="NeMo-Gym: reward and pass rate per problem and overall")

@@ -46,7 +46,7 @@ WRONG: dict[str, list[tuple[tuple[str, ...], list[Any]]]] = {
     "/v1/grade": [
         (("problem_id",), [1, 1.5, True, None, [], {}, ["x"], "", "x" * 501]),
         (("files",), [["rtl/x.sv"], "text", 5, True, {"rtl/x.sv": 1}, {"rtl/x.sv": None}, {"rtl/x.sv": ["x"]}]),
-        (("reward",), ["nope", 5, None, [], "SHAPED"]),
+        (("reward",), ["nope", 5, [], "SHAPED"]),  # None is the server's default
         (("deadline_s",), [-1, 0, "soon", [], {}]),
         (("seed",), ["x", 1.5, -1, 2**40, [], {}]),
         (("extra_field",), [1, "x", None]),

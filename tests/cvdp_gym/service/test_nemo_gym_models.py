@@ -5,7 +5,8 @@ root's ``python3`` (3.14), with the folder ``scripts/nemo_gym_models.py`` builds
 ``scripts/test.sh``) mounted read-only on ``PYTHONPATH``. The payloads are real: requests
 shaped as NeMo-Gym sends them (an OpenAI Responses API response) and the answers the live
 service gave them, for a single-shot answer (the response's text), an agentic one
-(``rtl_files``), a ``/seed_session`` and an ``/aggregate_metrics`` round trip.
+(``rtl_files``), a legacy and a session ``/seed_session``, ``/close_session``,
+``/reverify_mode`` and an ``/aggregate_metrics`` round trip.
 """
 
 from __future__ import annotations
@@ -82,10 +83,20 @@ def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_p
         agentic = {"responses_create_params": agentic_params, "response": agentic_response,
                    "verifier_metadata": {"problem_id": EDGE.id, "rtl_files": answers(EDGE.id)[2][1]}}
         seed = post("/seed_session", {})
+        # An environment server's session: seeded and closed under the caller's id.
+        episode = {"rollout_id": "r-1", "attempt": 0}
+        session_seed = {"resources_session_id": "s-1", "episode_id": episode, "task_id": {"taskset": "cvdp", "task_id": EDGE.id},
+                        "task_data": {"problem_id": EDGE.id}}
+        session_close = {"resources_session_id": "s-1", "episode_id": episode}
+        seeded, closed = post("/seed_session", session_seed), post("/close_session", session_close)
+        reverify = httpx.get(f"{server.url}/reverify_mode", timeout=30)
         verified = [post("/verify", single), post("/verify", agentic)]
-        assert [r.status_code for r in (seed, *verified)] == [200, 200, 200], [r.text for r in (seed, *verified)]
+        assert [r.status_code for r in (seed, seeded, closed, reverify, *verified)] == [200] * 6, [r.text for r in (seed, *verified)]
+        assert seeded.json() == closed.json() == {"resources_session_id": "s-1"} and reverify.json() == "stateless"
         passed, failed = (r.json() for r in verified)
         assert passed["passed"] and passed["reward"] > failed["reward"] and failed["verdict"] == "test_failure"
+        # A wrong answer is a measured reward, not a failure of the machinery.
+        assert failed["failure_kind"] is None and failed["mask_sample"] is False
         aggregate_request = {"verify_responses": [passed, failed]}
         aggregate = post("/aggregate_metrics", aggregate_request)
         assert aggregate.status_code == 200, aggregate.text
@@ -94,6 +105,9 @@ def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_p
 
     payloads = [
         ("BaseSeedSessionRequest", {}), ("BaseSeedSessionResponse", seed.json()),
+        ("ResourcesSeedSessionRequest", session_seed), ("ResourcesSeedSessionResponse", seeded.json()),
+        ("ResourcesCloseSessionRequest", session_close), ("ResourcesCloseSessionResponse", closed.json()),
+        ("ReverifyMode", reverify.json()),
         ("BaseVerifyRequest", single), ("BaseVerifyResponse", passed), ("BaseMultiRewardVerifyResponse", passed),
         ("BaseVerifyRequest", agentic), ("BaseVerifyResponse", failed), ("BaseMultiRewardVerifyResponse", failed),
         ("AggregateMetricsRequest", aggregate_request), ("AggregateMetrics", aggregate.json()),
@@ -101,3 +115,17 @@ def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_p
     verdicts = validate(sandbox, tmp_path, payloads)
     assert [name for name, _ in verdicts] == [name for name, _ in payloads]
     assert [(name, problem) for name, problem in verdicts if problem] == []
+
+
+def test_failure_kind_names_only_failures_of_the_machinery():
+    from cvdp_gym.grading.result import GradeResult
+    from cvdp_gym.service.nemo import failure_kind
+
+    def graded(failure_class: str | None) -> GradeResult:
+        return GradeResult(problem_id="p", stages=[], failure_class=failure_class, reason="r")
+
+    assert failure_kind(graded(None)) is None
+    assert failure_kind(graded("test_failure")) is None and failure_kind(graded("build_error")) is None
+    assert failure_kind(graded("harness_error")) == failure_kind(graded("infra_error")) == "verifier_error"
+    assert failure_kind(graded("toolchain_gap")) == "cvdp_gym:toolchain_gap"
+    assert failure_kind(graded("unsupported")) == "cvdp_gym:unsupported"
