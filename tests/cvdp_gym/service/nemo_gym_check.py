@@ -2,7 +2,8 @@
 in the sandbox, under the toolchain root's Python 3.14, with ``nemo_gym`` and the packages
 its models need on ``PYTHONPATH``; see ``scripts/nemo_gym_models.py``).
 
-``python3 nemo_gym_check.py IN.json``: IN is ``[[model name, payload], ...]``; prints one
+``python3 nemo_gym_check.py IN.json``: IN is ``[[model name, payload], ...]`` (a name
+``config:NAME`` checks a server instance's config the way ``ng_run`` reads it); prints one
 JSON line ``[[model name, null or the validation error or warning], ...]`` (NeMo-Gym warns,
 not fails, on a ``failure_kind`` outside its vocabulary: reported here as a problem too).
 
@@ -84,15 +85,31 @@ def _logged() -> Iterator[list[str]]:
         logging.getLogger().removeHandler(handler)
 
 
+#: A payload name ``config:NAME``: the config of server instance NAME, not a model's payload.
+CONFIG = "config:"
+
+
+def _check_config(name: str, instance: dict[str, Any]) -> None:
+    """Validate a server instance's config with NeMo-Gym's own reading of it."""
+    from nemo_gym.config_types import maybe_get_server_instance_config
+    from omegaconf import OmegaConf
+
+    config, error = maybe_get_server_instance_config(name, OmegaConf.create(instance))
+    if config is None:
+        raise ValueError(f"not a server instance config: {error}")
+
+
 def main(path: str) -> None:
     models = load_models()
     results: list[tuple[str, str | None]] = []
     for name, payload in json.loads(Path(path).read_text()):
-        model = getattr(models, name)
+        model = None if name.startswith(CONFIG) else getattr(models, name)
         with warnings.catch_warnings(record=True) as caught, _logged() as logged:
             warnings.simplefilter("always")
             try:
-                if isinstance(model, type) and issubclass(model, enum.Enum):
+                if model is None:  # a server instance's config, as ng_run reads it
+                    _check_config(name.removeprefix(CONFIG), payload)
+                elif isinstance(model, type) and issubclass(model, enum.Enum):
                     model(payload)  # ReverifyMode: a plain value
                 else:
                     model.model_validate(payload)
