@@ -40,7 +40,6 @@ from cvdp_gym.cli._options import (
     repos_note,
 )
 from cvdp_gym.cli.eval.plans import (
-    agent_plan,
     agentic_plan,
     endpoint_plan,
     eval_grader,
@@ -156,7 +155,7 @@ def eval_command(
             meta.update(source=f"{model} at {base_url}", samples_per_problem=samples, temperature=temperature, max_tokens=max_tokens)
             if agent is not None:
                 agent_settings = _agent_settings(agent, agent_dir, agent_time, concurrency, toolchain)
-                keys, start, notes = agent_plan(data.problems, settings, agentic_settings, agent_settings, samples, grader, reward_fn)
+                keys, start, notes = agentic_plan(data.problems, settings, agentic_settings, samples, grader, reward_fn, agent_settings)
                 meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=agent, agent_time_s=agent_time, concurrency=concurrency)
             elif agentic:
                 keys, start, notes = agentic_plan(data.problems, settings, agentic_settings, samples, grader, reward_fn)

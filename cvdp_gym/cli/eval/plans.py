@@ -88,22 +88,13 @@ def endpoint_plan(problems: list[Problem], settings: ChatSettings, samples: int)
     return keys, lambda ev: eval_endpoint(ev, answerable, settings, samples), notes
 
 
-def agentic_plan(problems: list[Problem], settings: ChatSettings, agentic: AgenticSettings, samples: int, grader: Grader, reward: Callable) -> Plan:
-    """Episodes to play (agentic problems only), the coroutine that plays them, and notes."""
+def agentic_plan(
+    problems: list[Problem], settings: ChatSettings, agentic: AgenticSettings, samples: int, grader: Grader,
+    reward: Callable, agent: AgentSettings | None = None,
+) -> Plan:
+    """Episodes to play (agentic problems only), the coroutine that plays them, and notes;
+    ``agent``: played by a command-line agent instead of the model's tool calls."""
     from cvdp_gym.eval.agentic import env_factory, eval_agentic, playable_problems
-
-    try:
-        playable, notes = playable_problems(problems)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    make_env = env_factory(playable, grader, reward, agentic)
-    keys = [(p.id, s) for p in playable for s in range(samples)]
-    return keys, lambda ev: eval_agentic(ev, playable, settings, agentic, make_env, samples), notes
-
-
-def agent_plan(problems: list[Problem], settings: ChatSettings, agentic: AgenticSettings, agent: AgentSettings, samples: int, grader: Grader, reward: Callable) -> Plan:
-    """Agentic episodes played by a command-line agent, the coroutine that plays them, and notes."""
-    from cvdp_gym.eval.agentic import env_factory, playable_problems
     from cvdp_gym.eval.cli_agent import eval_cli_agent
 
     try:
@@ -112,7 +103,9 @@ def agent_plan(problems: list[Problem], settings: ChatSettings, agentic: Agentic
         raise fail(str(exc)) from None
     make_env = env_factory(playable, grader, reward, agentic)
     keys = [(p.id, s) for p in playable for s in range(samples)]
-    return keys, lambda ev: eval_cli_agent(ev, playable, settings, agent, make_env, samples), notes
+    if agent is not None:
+        return keys, lambda ev: eval_cli_agent(ev, playable, settings, agent, make_env, samples), notes
+    return keys, lambda ev: eval_agentic(ev, playable, settings, agentic, make_env, samples), notes
 
 
 def refine_plan(problems: list[Problem], settings: ChatSettings, refine: RefineSettings, samples: int, grader: Grader, reward: Callable) -> Plan:
