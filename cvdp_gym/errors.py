@@ -23,6 +23,7 @@ from __future__ import annotations
 import unicodedata
 
 __all__ = [
+    "AgentInstallError",
     "ArgumentTypeError",
     "ConfigError",
     "CvdpGymError",
@@ -184,6 +185,11 @@ class NodeToolchainError(UnavailableError):
 class RepoUnavailable(UnavailableError):
     """A repository-context problem's repository, commit or ``external/`` folder cannot be
     found (or git cannot read it); the message says where it looked."""
+
+
+class AgentInstallError(UnavailableError):
+    """A command-line agent could not be installed for the sandbox (the installer's output
+    is in the message)."""
 
 
 class MissingDependencyError(CvdpGymError, ImportError):

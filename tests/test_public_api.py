@@ -29,8 +29,12 @@ PINNED_ALL = {
     "cvdp_gym.cli": ["app"],
     "cvdp_gym.cli.eval": ["eval_command"],
     "cvdp_gym.data": ["Dataset", "DatasetError", "Problem", "bundled_candidates", "load_dataset"],
+    "cvdp_gym.agents": [
+        "AgentLaunch", "AgentPlayer", "AgentRecipe", "AgentRun", "CommandAgent", "Exchange", "LaunchContext", "ModelProxy",
+        "play_agent", "run_agent",
+    ],
     "cvdp_gym.errors": [
-        "ArgumentTypeError", "ConfigError", "CvdpGymError", "DatasetError", "DebugError", "GradingError", "HarnessError",
+        "AgentInstallError", "ArgumentTypeError", "ConfigError", "CvdpGymError", "DatasetError", "DebugError", "GradingError", "HarnessError",
         "HubUnavailable", "JsonlError", "MissingDependencyError", "MissingPathError", "NodeToolchainError",
         "OneLineError", "PatchError", "RecordError", "RepoUnavailable", "RequestFailed", "ResponsesFileError",
         "RootBuildError", "RunDirError", "SandboxUnavailable", "UnavailableError", "UnknownProblemError",

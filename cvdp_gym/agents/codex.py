@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cvdp_gym.agents.base import AGENT_MOUNT, HOME, AgentLaunch, AgentRecipe, LaunchContext
-from cvdp_gym.agents.install import AgentInstallError, npm_install
+from cvdp_gym.agents.install import npm_install
+from cvdp_gym.errors import AgentInstallError
 
 if TYPE_CHECKING:
     from cvdp_gym.sandbox.base import Sandbox

@@ -19,17 +19,13 @@ import tempfile
 from pathlib import Path
 
 from cvdp_gym.agents.base import AgentRecipe, CommandAgent
-from cvdp_gym.errors import UnavailableError
+from cvdp_gym.errors import AgentInstallError
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
-__all__ = ["AgentInstallError", "agents_dir", "ensure_installed", "npm_install", "pip_install_target", "sandbox_python"]
+__all__ = ["agents_dir", "ensure_installed", "npm_install", "pip_install_target", "sandbox_python"]
 
 #: Platforms whose wheels run on the sandbox's glibc (x86_64 Linux).
 _PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
-
-
-class AgentInstallError(UnavailableError):
-    """An agent could not be installed (the installer's output is in the message)."""
 
 
 def agents_dir() -> Path:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cvdp_gym.agents.base import AGENT_MOUNT, HOME, AgentLaunch, AgentRecipe, LaunchContext
-from cvdp_gym.agents.install import AgentInstallError, pip_install_target
+from cvdp_gym.agents.install import pip_install_target
+from cvdp_gym.errors import AgentInstallError
 from cvdp_gym.sandbox.base import Limits, Mount
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ PACKAGE = Path(cvdp_gym.__file__).parent
 
 #: The stdlib type each concrete error also is (what callers caught before the tree).
 STDLIB_BASE = {
+    "AgentInstallError": RuntimeError,
     "ArgumentTypeError": TypeError,
     "ConfigError": ValueError,
     "DatasetError": ValueError,
@@ -61,6 +62,7 @@ NOT_INPUT_ERRORS = {
     ("envs/spaces.py", "ValueError"): "invariant: the environments bound their observations to the space",
     ("sandbox/tree_copy.py", "OSError"): "a mount(2) that failed: caught by copy_tree, which copies instead",
     ("sandbox/tree_texts.py", "KeyError"): "the Mapping protocol for a path that is not a text file",
+    ("service/app.py", "_Refused"): "private: caught two lines below and answered 400",
 }
 
 

@@ -13,11 +13,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cvdp_gym.agents.install import AgentInstallError, ensure_installed
+from cvdp_gym.agents.install import ensure_installed
 from cvdp_gym.agents.registry import AGENTS
 from cvdp_gym.agents.scripted import ScriptedModel, json_strings, writing_steps
 from cvdp_gym.cli import app
 from cvdp_gym.data import bundled_candidates, load_dataset
+from cvdp_gym.errors import AgentInstallError
 from cvdp_gym.report import write_html_report
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

@@ -13,12 +13,12 @@ import gymnasium as gym
 import pytest
 
 from cvdp_gym.agents.episode import play_agent
-from cvdp_gym.agents.install import AgentInstallError, ensure_installed
+from cvdp_gym.agents.install import ensure_installed
 from cvdp_gym.agents.registry import AGENTS, agent_from_option
 from cvdp_gym.agents.scripted import ScriptedModel, json_strings, writing_steps
 from cvdp_gym.agents.transcript import agent_steps
 from cvdp_gym.data import bundled_candidates, load_dataset
-from cvdp_gym.errors import ConfigError, MissingPathError
+from cvdp_gym.errors import AgentInstallError, ConfigError, MissingPathError
 from cvdp_gym.grading import Grader, make_reward
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

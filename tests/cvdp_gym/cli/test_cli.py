@@ -105,6 +105,7 @@ def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
         "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug", "report", "serve",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
+        "agents", "agents list", "agents install", "agents check",
     }
 
 

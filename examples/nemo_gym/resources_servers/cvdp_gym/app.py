@@ -20,7 +20,7 @@ OPTIONS = {
     "cvdp_gym_dataset": "--dataset",
     "cvdp_gym_workers": "--workers",
     "cvdp_gym_queue": "--queue",
-    "cvdp_gym_reward": "--reward",
+    "cvdp_gym_reward": "--default-reward",
     "cvdp_gym_timeout": "--timeout",
     "cvdp_gym_deadline": "--deadline",
     "cvdp_gym_sandbox": "--sandbox",
