@@ -36,6 +36,7 @@ def serve_command(
     timeout: TimeoutOpt = 300.0,
     cache: Annotated[Path | None, typer.Option(help="SQLite grade cache shared by every request (default: the user cache, ~/.cache/cvdp-gym/grades.sqlite).")] = None,
     shutdown_grace: Annotated[float, typer.Option(help="On SIGTERM/Ctrl-C, seconds the answers being graded have to finish; those still running then are answered 503 and their sandboxes killed.")] = 30.0,
+    per_client: Annotated[int, typer.Option(help="Grading jobs one client (its X-Client-Id header, else its address) may have in at once; 0: no limit beyond --queue.")] = 0,
     default_reward: Annotated[str, typer.Option(help="The reward of a request that names none (NeMo-Gym's rows never do): shaped, partial or binary.")] = "shaped",
     token: Annotated[str | None, typer.Option(help="Bearer token every request but /healthz and /docs must carry (default: $CVDP_GYM_SERVE_TOKEN).")] = None,
 ) -> None:
@@ -54,6 +55,8 @@ def serve_command(
         raise fail(f"--host {host} is not a loopback address: set --token or ${TOKEN_ENV}")
     if default_reward not in ("shaped", "partial", "binary"):
         raise fail(f"unknown --default-reward {default_reward!r}; expected shaped, partial or binary")
+    if per_client < 0:
+        raise fail("--per-client must be at least 0")
     if workers < 1 or queue < 0:
         raise fail("--workers must be at least 1 and --queue at least 0")
     data = load_problems(dataset, None, None, None, False)
@@ -62,6 +65,6 @@ def serve_command(
         cache=GradeCache(cache),
         executor=executor_option(executor, workers),
     )
-    config = ServiceConfig(grader, data, workers=workers, queue=queue, max_body=max_body, deadline_s=deadline, token=token, reward=default_reward)
+    config = ServiceConfig(grader, data, workers=workers, queue=queue, max_body=max_body, deadline_s=deadline, token=token, reward=default_reward, per_client=per_client)
     console.print(f"serving {len(data)} problem(s) from {data.source} on http://{host}:{port} (API page: /docs)", soft_wrap=True)
     uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=max(0, round(shutdown_grace)))

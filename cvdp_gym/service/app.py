@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -41,6 +41,7 @@ from cvdp_gym.service.core import (
     GradingService,
     ServiceConfig,
     answer_of,
+    client_of,
     error,
     queue_full,
     shutting_down,
@@ -119,16 +120,18 @@ def create_app(config: ServiceConfig) -> FastAPI:
         responses={404: {"description": "Unknown problem id"}, 429: {"description": "Queue full (see Retry-After)"},
                    413: {"description": "Body too large"}},
     )
-    async def grade(body: GradeRequest) -> Any:
+    async def grade(body: GradeRequest, request: Request) -> Any:
         problem = service.problem(body.problem_id)
         hit = service.cached(problem, response=body.response, files=body.files, seed=body.seed)
         if hit is not None:
             return answer_of(hit, body.reward or config.reward, 0.0, hit.wall_s)
-        if not service.admit():
-            return queue_full(service)
+        client = client_of(request)
+        refused = service.admit(client)
+        if refused:
+            return queue_full(service, refused)
         try:
             result, queued, total = await service.grade(
-                problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed
+                problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed, client=client,
             )
         except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
             return shutting_down(service)

@@ -17,9 +17,13 @@ from cvdp_gym.errors import RequestFailed
 
 class GradingClient:
     def __init__(
-        self, base_url: str, *, token: str | None = None, timeout: float = 660.0, retries: int = 10, max_wait_s: float = 30.0
+        self, base_url: str, *, token: str | None = None, timeout: float = 660.0, retries: int = 10, max_wait_s: float = 30.0,
+        client_id: str | None = None,
     ) -> None:
+        """``client_id``: this client's name for the server's per-client limit (``X-Client-Id``)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if client_id:
+            headers["X-Client-Id"] = client_id
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
         self.retries = retries
         self.max_wait_s = max_wait_s

@@ -9,11 +9,13 @@ import ipaddress
 import math
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from cvdp_gym.data.problems import Dataset, Problem
@@ -51,7 +53,9 @@ class ServiceConfig:
     ``deadline_s``: the longest a grade may take (and the default of a request that names
     none); ``retry_after_s``: the ``Retry-After`` of a 429; ``token``: the bearer token
     (None: none asked; only allowed on a loopback host, see ``check_host``); ``reward``: the
-    reward of a request that names none (NeMo-Gym's rows never do).
+    reward of a request that names none (NeMo-Gym's rows never do); ``per_client``: grading
+    jobs one client may have admitted at once (0: no limit beyond the queue's), a client
+    being its ``X-Client-Id`` header, else its address.
     """
 
     grader: Grader
@@ -63,6 +67,7 @@ class ServiceConfig:
     retry_after_s: int = 1
     token: str | None = None
     reward: str = "shaped"
+    per_client: int = 0
     metrics: Metrics = field(default_factory=Metrics)
 
     def check_host(self, host: str) -> None:
@@ -83,6 +88,7 @@ class GradingService:
         self.problems: dict[str, Problem] = {p.id: p for p in config.dataset}
         self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="serve")
         self._admitted = 0  # waiting + running; touched on the event loop only
+        self._by_client: Counter[str] = Counter()  # the same, per client
         self._jobs: set[Future[GradeResult]] = set()  # for close() to wait on
         self._lock = threading.Lock()
         self.closed = False
@@ -97,13 +103,20 @@ class GradingService:
     def capacity(self) -> int:
         return self.config.workers + self.config.queue
 
-    def admit(self) -> bool:
+    def admit(self, client: str = "") -> str | None:
+        """Take a grading job from ``client`` into the queue; None, or why it is refused
+        (the queue is full, or the client has ``per_client`` jobs in already)."""
         if self._admitted >= self.capacity:
             self.metrics.rejected += 1
-            return False
+            return f"the grading queue is full ({self.capacity} jobs); retry later"
+        limit = self.config.per_client
+        if limit and self._by_client[client] >= limit:
+            self.metrics.rejected += 1
+            return f"this client already has {limit} answer(s) grading or queued (the per-client limit); retry later"
         self._admitted += 1
+        self._by_client[client] += 1
         self.metrics.queue_depth = self._admitted - self.metrics.running
-        return True
+        return None
 
     def cached(
         self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None, seed: int | None = None
@@ -119,9 +132,9 @@ class GradingService:
 
     async def grade(
         self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None,
-        deadline_s: float | None = None, seed: int | None = None,
+        deadline_s: float | None = None, seed: int | None = None, client: str = "",
     ) -> tuple[GradeResult, float, float]:
-        """Grade an admitted answer (``admit()`` first); the verdict, seconds queued, seconds in all.
+        """Grade an answer ``admit(client)`` took; the verdict, seconds queued, seconds in all.
 
         The job's slot is given back when the job ends, not when the request does: a client
         that hangs up leaves its job running to its deadline, and it still counts."""
@@ -143,23 +156,26 @@ class GradingService:
         job = self._pool.submit(run)
         with self._lock:
             self._jobs.add(job)
-        job.add_done_callback(lambda done: self._forget(done, loop, ran))
+        job.add_done_callback(lambda done: self._forget(done, loop, ran, client))
         result = await asyncio.wrap_future(job)
         total = time.monotonic() - start
         self.metrics.graded(total, result.verdict, result.cached)
         return result, waited, total
 
-    def _forget(self, job: Future[GradeResult], loop: asyncio.AbstractEventLoop, ran: bool) -> None:
+    def _forget(self, job: Future[GradeResult], loop: asyncio.AbstractEventLoop, ran: bool, client: str) -> None:
         with self._lock:
             self._jobs.discard(job)
-        _tell(loop, self._ended, ran)
+        _tell(loop, self._ended, ran, client)
 
     def _started(self) -> None:  # on the event loop, as every count of the queue
         self.metrics.running += 1
         self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
 
-    def _ended(self, ran: bool) -> None:
+    def _ended(self, ran: bool, client: str) -> None:
         self._admitted -= 1
+        self._by_client[client] -= 1
+        if self._by_client[client] <= 0:
+            del self._by_client[client]
         if ran:
             self.metrics.running -= 1
         self.metrics.queue_depth = max(0, self._admitted - self.metrics.running)
@@ -208,8 +224,15 @@ def shutting_down(service: GradingService) -> JSONResponse:
     )
 
 
-def queue_full(service: GradingService) -> JSONResponse:
-    return error(
-        429, f"the grading queue is full ({service.capacity} jobs); retry later",
-        {"Retry-After": str(max(1, math.ceil(service.config.retry_after_s)))},
-    )
+def queue_full(service: GradingService, reason: str) -> JSONResponse:
+    """The 429 of a job ``admit`` refused, with why and a ``Retry-After``."""
+    return error(429, reason, {"Retry-After": str(max(1, math.ceil(service.config.retry_after_s)))})
+
+
+def client_of(request: Request) -> str:
+    """Who a request is from, for the per-client limit: its ``X-Client-Id`` (a trainer's
+    name for itself, at most 200 characters), else its address."""
+    named = request.headers.get("x-client-id")
+    if named:
+        return "id:" + named[:200]
+    return "addr:" + (request.client.host if request.client else "")

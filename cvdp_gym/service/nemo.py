@@ -28,14 +28,14 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cvdp_gym.data.problems import Problem, problem_from_record
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import GradeResult
-from cvdp_gym.service.core import GradingService, answer_of, queue_full, shutting_down
+from cvdp_gym.service.core import GradingService, answer_of, client_of, queue_full, shutting_down
 from cvdp_gym.service.models import RewardKind
 
 
@@ -179,7 +179,7 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
         return "stateless"
 
     @app.post("/verify", tags=["nemo-gym"], summary="NeMo-Gym: grade a rollout's response")
-    async def verify(body: VerifyRequest) -> Any:
+    async def verify(body: VerifyRequest, request: Request) -> Any:
         meta = body.verifier_metadata
         problem = _task(service, meta)
         files = body.rtl_files if body.rtl_files is not None else meta.rtl_files
@@ -187,11 +187,11 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
         result = service.cached(problem, response=text, files=files)
         if result is not None:
             queued, total = 0.0, result.wall_s
-        elif not service.admit():
-            return queue_full(service)
+        elif refused := service.admit(client := client_of(request)):
+            return queue_full(service, refused)
         else:
             try:
-                result, queued, total = await service.grade(problem, response=text, files=files, deadline_s=meta.deadline_s)
+                result, queued, total = await service.grade(problem, response=text, files=files, deadline_s=meta.deadline_s, client=client)
             except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
                 return shutting_down(service)
         answer = answer_of(result, meta.reward or service.config.reward, queued, total)

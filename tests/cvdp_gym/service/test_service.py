@@ -227,3 +227,26 @@ def test_a_full_queue_answers_429_with_retry_after_then_recovers(runner, tmp_pat
         assert 'status="429"' in metrics and "cvdp_gym_rejected_total" in metrics and "cvdp_gym_queue_depth 0" in metrics
     finally:
         server.stop()
+
+
+def test_one_client_past_its_limit_gets_429_while_another_is_graded(runner, tmp_path):
+    server = serve(runner, tmp_path, workers=2, queue=8, per_client=1, retry_after_s=1)
+    try:
+        def post(n: int, client: str) -> httpx.Response:
+            body = {"problem_id": EDGE.id, "files": unique(EDGE.reference, 300 + n)}
+            return httpx.post(f"{server.url}/v1/grade", json=body, headers={"x-client-id": client}, timeout=120)
+
+        with ThreadPoolExecutor(4) as pool:
+            first = pool.submit(post, 0, "trainer-a")
+            deadline = time.monotonic() + 30
+            while "cvdp_gym_grading_in_progress 0" in httpx.get(f"{server.url}/metrics").text:
+                assert time.monotonic() < deadline and not first.done(), "the first answer never started"
+                time.sleep(0.02)
+            same, other = pool.submit(post, 1, "trainer-a"), pool.submit(post, 2, "trainer-b")
+            replies = first.result(), same.result(), other.result()
+        assert replies[0].status_code == 200 and replies[2].status_code == 200, [r.text for r in replies]
+        assert replies[1].status_code == 429 and "per-client limit" in replies[1].json()["detail"]
+        assert replies[1].headers["retry-after"] == "1"
+        assert post(3, "trainer-a").status_code == 200  # its first job is done: in again
+    finally:
+        server.stop()
