@@ -328,13 +328,3 @@ class ModelProxy:
     def _record(self, exchange: Exchange) -> None:
         with self._lock:
             self.exchanges.append(exchange)
-
-
-def socket_reachable(path: Path) -> bool:
-    """Whether something listens on the unix socket ``path``."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from cvdp_gym.agents import relay
 from cvdp_gym.agents.base import (
@@ -41,8 +42,6 @@ _SOCKET_DIR = "/cvdp/proxy"
 _SOCKET_NAME = "model.sock"
 #: How an agent's run ended (the episode's ``end_reason``).
 AGENT_EXITED, AGENT_FAILED, AGENT_TIMEOUT = "agent_exited", "agent_failed", "agent_timeout"
-#: Output of the agent kept (head and tail).
-OUTPUT_CHARS = 20_000
 
 
 @dataclass
@@ -97,9 +96,8 @@ def run_agent(
     """Run ``recipe``'s agent on ``workspace`` against the model at ``endpoint`` until it
     exits or ``time_limit_s`` passes; never raises for what the agent does."""
     installed = ensure_installed(recipe, workspace.sandbox)
-    path_in_sandbox = _sandbox_path(endpoint)
     ctx = LaunchContext(
-        base_url=f"http://127.0.0.1:{RELAY_PORT}{path_in_sandbox}", model=model, prompt=prompt, time_limit_s=time_limit_s,
+        base_url=f"http://127.0.0.1:{RELAY_PORT}{urlsplit(endpoint).path.rstrip('/')}", model=model, prompt=prompt, time_limit_s=time_limit_s,
     )
     launch = recipe.launch(ctx)
     scratch_tmp = workspace.scratch / "tmp"
@@ -134,18 +132,8 @@ def run_agent(
         result = workspace.run(_launch_script(launch.command), timeout_s=time_limit_s, mounts=mounts, env=env)
         exchanges = list(proxy.exchanges)
         summary = proxy.summary()
-    output = result.output
-    if len(output) > OUTPUT_CHARS:
-        output = output[: OUTPUT_CHARS // 4] + "\n[...]\n" + output[-3 * OUTPUT_CHARS // 4 :]
     return AgentRun(
         agent=recipe.name, command=launch.command, exit_code=result.exit_code, timed_out=result.timed_out,
-        wall_s=time.monotonic() - started, output=output, exchanges=exchanges, proxy=summary,
+        wall_s=time.monotonic() - started, output=result.output, exchanges=exchanges, proxy=summary,
         status=recipe.status(home_host),
     )
-
-
-def _sandbox_path(endpoint: str) -> str:
-    """The endpoint's path (``/v1``), which the agent uses under the relay's address."""
-    from urllib.parse import urlsplit
-
-    return urlsplit(endpoint).path.rstrip("/")
