@@ -28,7 +28,7 @@ from pathlib import Path
 PACKAGES = ("cvdp_gym", "rtl_trainer")
 #: cvdp_gym's layers, lowest first; names are first-level subpackages or modules.
 CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "jsonl", "interrupt", "_version", "chat"),
+    ("errors", "jsonl", "interrupt", "_version", "chat", "user_dirs"),
     ("data", "parsers"),
     ("toolchain",),
     ("sandbox",),

@@ -28,6 +28,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from cvdp_gym.user_dirs import cache_dir
+
 NEMO_GYM = "nemo-gym==0.7.0"
 #: What ``nemo_gym.base_resources_server``'s models are built from (openai pinned as
 #: nemo-gym 0.7.0 pins it); their own dependencies come along.
@@ -42,8 +44,7 @@ MARKER = ".cvdp-gym-built.json"
 def default_target(version: str = PYTHON_VERSION) -> Path:
     if os.environ.get("CVDP_GYM_NEMO_GYM_MODELS"):
         return Path(os.environ["CVDP_GYM_NEMO_GYM_MODELS"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "cvdp-gym" / f"nemo-gym-cp{version.replace('.', '')}"
+    return cache_dir() / f"nemo-gym-cp{version.replace('.', '')}"
 
 
 def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 from cvdp_gym.agents.base import AgentRecipe, CommandAgent
 from cvdp_gym.errors import AgentInstallError
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.user_dirs import cache_dir
 
 __all__ = ["agents_dir", "ensure_installed", "npm_install", "pip_install_target", "sandbox_python"]
 
@@ -33,8 +34,7 @@ def agents_dir() -> Path:
     override = os.environ.get("CVDP_GYM_AGENTS")
     if override:
         return Path(override)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "cvdp-gym" / "agents"
+    return cache_dir() / "agents"
 
 
 _PYTHONS: dict[str, str] = {}

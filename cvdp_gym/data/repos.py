@@ -43,6 +43,7 @@ from pathlib import Path
 from cvdp_gym.data.patch import apply_patch
 from cvdp_gym.data.problems import Problem, RepoRef
 from cvdp_gym.errors import PatchError, RepoUnavailable
+from cvdp_gym.user_dirs import cache_dir
 
 __all__ = [
     "CACHE_ENV",
@@ -75,7 +76,7 @@ def default_cache_dir() -> Path:
     override = os.environ.get(CACHE_ENV)
     if override:
         return Path(override).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cvdp-gym" / "repos"
+    return cache_dir() / "repos"
 
 
 def external_root(name: str) -> str | None:

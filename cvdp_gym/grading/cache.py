@@ -16,12 +16,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.user_dirs import cache_dir
+
 SCHEMA_VERSION = 1
 
 
 def default_cache_path() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "cvdp-gym" / "grades.sqlite"
+    return cache_dir() / "grades.sqlite"
 
 
 def content_key(*parts: Any) -> str:

@@ -24,6 +24,7 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from cvdp_gym.sandbox.bwrap import Limits, Mount
+from cvdp_gym.user_dirs import cache_dir
 from tests.cvdp_gym.service.test_service import EDGE, answers, serve
 
 pytestmark = pytest.mark.sandbox
@@ -35,7 +36,7 @@ def models_dir() -> Path:
     """Where ``scripts/nemo_gym_models.py`` builds the folder (its ``default_target``)."""
     if os.environ.get("CVDP_GYM_NEMO_GYM_MODELS"):
         return Path(os.environ["CVDP_GYM_NEMO_GYM_MODELS"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cvdp-gym" / "nemo-gym-cp314"
+    return cache_dir() / "nemo-gym-cp314"
 
 
 def responses_api(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
