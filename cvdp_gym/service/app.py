@@ -20,7 +20,6 @@ executors are closed, which kills the sandboxes still running.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import re
@@ -43,8 +42,6 @@ from cvdp_gym.service.core import (
     answer_of,
     client_of,
     error,
-    queue_full,
-    shutting_down,
 )
 from cvdp_gym.service.models import GradeAnswer, GradeRequest, ProblemList, ProblemSummary
 
@@ -122,19 +119,13 @@ def create_app(config: ServiceConfig) -> FastAPI:
     )
     async def grade(body: GradeRequest, request: Request) -> Any:
         problem = service.problem(body.problem_id)
-        hit = service.cached(problem, response=body.response, files=body.files, seed=body.seed)
-        if hit is not None:
-            return answer_of(hit, body.reward or config.reward, 0.0, hit.wall_s)
-        client = client_of(request)
-        refused = service.admit(client)
-        if refused:
-            return queue_full(service, refused)
-        try:
-            result, queued, total = await service.grade(
-                problem, response=body.response, files=body.files, deadline_s=body.deadline_s, seed=body.seed, client=client,
-            )
-        except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
-            return shutting_down(service)
+        outcome = await service.verdict(
+            problem, client=client_of(request), response=body.response, files=body.files,
+            deadline_s=body.deadline_s, seed=body.seed,
+        )
+        if isinstance(outcome, JSONResponse):
+            return outcome
+        result, queued, total = outcome
         return answer_of(result, body.reward or config.reward, queued, total)
 
     nemo.add_routes(app, service)

@@ -130,6 +130,25 @@ class GradingService:
             self.metrics.graded(result.wall_s, result.verdict, True)
         return result
 
+    async def verdict(
+        self, problem: Problem, *, client: str, response: str | None = None, files: dict[str, str] | None = None,
+        deadline_s: float | None = None, seed: int | None = None,
+    ) -> tuple[GradeResult, float, float] | JSONResponse:
+        """What every grading route answers from: the cache's verdict at once (never queued,
+        never refused), else the verdict graded through the queue; ``(result, seconds queued,
+        seconds in all)``, or the 429 of a job ``admit`` refused, or the 503 of a job the
+        shutdown cut (uvicorn's graceful shutdown ran out of time)."""
+        hit = self.cached(problem, response=response, files=files, seed=seed)
+        if hit is not None:
+            return hit, 0.0, hit.wall_s
+        refused = self.admit(client)
+        if refused:
+            return queue_full(self, refused)
+        try:
+            return await self.grade(problem, response=response, files=files, deadline_s=deadline_s, seed=seed, client=client)
+        except asyncio.CancelledError:
+            return shutting_down(self)
+
     async def grade(
         self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None,
         deadline_s: float | None = None, seed: int | None = None, client: str = "",

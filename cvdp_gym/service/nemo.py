@@ -23,7 +23,6 @@ as free JSON (only ``response.output``'s text is read).
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import defaultdict
 from typing import Any
@@ -35,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cvdp_gym.data.problems import Problem, problem_from_record
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import GradeResult
-from cvdp_gym.service.core import GradingService, answer_of, client_of, queue_full, shutting_down
+from cvdp_gym.service.core import GradingService, answer_of, client_of
 from cvdp_gym.service.models import RewardKind
 
 
@@ -184,16 +183,10 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
         problem = _task(service, meta)
         files = body.rtl_files if body.rtl_files is not None else meta.rtl_files
         text = None if files is not None else response_text(body.response)
-        result = service.cached(problem, response=text, files=files)
-        if result is not None:
-            queued, total = 0.0, result.wall_s
-        elif refused := service.admit(client := client_of(request)):
-            return queue_full(service, refused)
-        else:
-            try:
-                result, queued, total = await service.grade(problem, response=text, files=files, deadline_s=meta.deadline_s, client=client)
-            except asyncio.CancelledError:  # uvicorn's graceful shutdown ran out of time
-                return shutting_down(service)
+        outcome = await service.verdict(problem, client=client_of(request), response=text, files=files, deadline_s=meta.deadline_s)
+        if isinstance(outcome, JSONResponse):
+            return outcome
+        result, queued, total = outcome
         answer = answer_of(result, meta.reward or service.config.reward, queued, total)
         stages = {s.name: float(bool(s.passed)) for s in answer.stages}
         kind = failure_kind(result)
