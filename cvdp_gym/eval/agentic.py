@@ -63,6 +63,8 @@ TRANSCRIPTS = "transcripts"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 MakeEnv = Callable[[], CVDPEnvBase]
+#: Makes one episode to play (tool calls, or a command-line agent): ``(chat, problem, sample)``.
+NewEpisode = Callable[["ChatClient", Problem, int], "Episode"]
 #: Per-episode transcript fields an agentic episode's results row carries.
 EPISODE_ROW_FIELDS = ("tool_mode", "turns", "tool_calls", "malformed_calls", "commands_run", "end_reason", "episode_s")
 #: How the reason of a sample left unplayed for want of its repository starts.
@@ -326,15 +328,30 @@ async def eval_agentic(ev: AgenticEvaluator, problems: list[Problem], chat_setti
     """Play ``samples`` agentic episodes per problem, ``concurrency`` at once; a repository
     problem whose repository cannot be found is recorded ``unsupported`` without playing."""
 
-    def play(chat: ChatClient, problem: Problem, sample: int) -> Awaitable[dict[str, Any]]:
-        return Episode(ev, chat, problem, sample, settings.tool_mode, max_turns=settings.max_turns).run(make_env)
+    def new_episode(chat: ChatClient, problem: Problem, sample: int) -> Episode:
+        return Episode(ev, chat, problem, sample, settings.tool_mode, max_turns=settings.max_turns)
 
-    playable = [p for p in problems if not unplayable(ev, p, samples, chat_settings, settings.tool_mode)]
-    await play_episodes(ev, playable, chat_settings, samples, settings.concurrency, play, client=client)
+    return await play_agentic(ev, problems, chat_settings, samples, settings.concurrency, settings.tool_mode, new_episode, make_env, client=client)
+
+
+async def play_agentic(
+    ev: AgenticEvaluator, problems: list[Problem], chat_settings: ChatSettings, samples: int, concurrency: int,
+    tool_mode: str, new_episode: NewEpisode, make_env: MakeEnv, *, client: ChatClient | None = None,
+) -> list[dict[str, Any]]:
+    """Play each problem's ``samples`` episodes made by ``new_episode`` (an agentic
+    episode's kind: tool calls, or a command-line agent), ``concurrency`` at once; a
+    repository problem whose repository cannot be found is recorded ``unsupported``
+    (under ``tool_mode``) without playing."""
+
+    def play(chat: ChatClient, problem: Problem, sample: int) -> Awaitable[dict[str, Any]]:
+        return new_episode(chat, problem, sample).run(make_env)
+
+    playable = [p for p in problems if not _unplayable(ev, p, samples, chat_settings, tool_mode)]
+    await play_episodes(ev, playable, chat_settings, samples, concurrency, play, client=client)
     return ev.collect((p.id, s) for p in problems for s in range(samples))
 
 
-def unplayable(ev: AgenticEvaluator, problem: Problem, samples: int, chat_settings: ChatSettings, tool_mode: str) -> bool:
+def _unplayable(ev: AgenticEvaluator, problem: Problem, samples: int, chat_settings: ChatSettings, tool_mode: str) -> bool:
     """Record a repository problem whose repository is missing (each sample not yet done)
     and return True; for one whose repository is found, forget rows of an earlier run that
     lacked it, so that they are played now."""

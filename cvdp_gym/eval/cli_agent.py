@@ -24,8 +24,7 @@ from cvdp_gym.eval.agentic import (
     AgenticEvaluator,
     Episode,
     MakeEnv,
-    play_episodes,
-    unplayable,
+    play_agentic,
 )
 from cvdp_gym.eval.sources import ChatClient, ChatSettings, RequestFailed
 from cvdp_gym.grading.result import GradeResult
@@ -84,9 +83,8 @@ class AgentEpisode(Episode):
 async def eval_cli_agent(ev: AgenticEvaluator, problems: list[Problem], chat_settings: ChatSettings, settings: AgentSettings, make_env: MakeEnv, samples: int) -> list[dict[str, Any]]:
     """Play ``samples`` episodes per problem with the agent, ``settings.concurrency`` at once."""
 
-    def play(chat: ChatClient, problem: Problem, sample: int):  # type: ignore[no-untyped-def]
-        return AgentEpisode(ev, chat, problem, sample, settings).run(make_env)
+    def new_episode(chat: ChatClient, problem: Problem, sample: int) -> AgentEpisode:
+        return AgentEpisode(ev, chat, problem, sample, settings)
 
-    playable = [p for p in problems if not unplayable(ev, p, samples, chat_settings, f"agent:{settings.agent.name}")]
-    await play_episodes(ev, playable, chat_settings, samples, settings.concurrency, play)
-    return ev.collect((p.id, s) for p in problems for s in range(samples))
+    mode = f"agent:{settings.agent.name}"
+    return await play_agentic(ev, problems, chat_settings, samples, settings.concurrency, mode, new_episode, make_env)
