@@ -4,7 +4,8 @@ Contract: ``walk_tree`` and ``tree_usage`` never follow a symbolic link (a comma
 sandbox can make one point anywhere on the host) and skip entries that vanish while they
 are read. ``QuotaWatchdog`` polls the usage of its roots while a command runs and calls
 ``on_exceeded`` whenever it is past the hard bounds; the caller kills the command there.
-The agent workspace (``workspace.py``) uses all three: the watchdog during a command, the
+``prune_empty_parents`` removes the folders the quota's deletions emptied.
+The agent workspace (``workspace.py``) uses them all: the watchdog during a command, the
 walk for its after-command quota, its file listing and its sanitising before grading.
 """
 
@@ -88,3 +89,15 @@ class QuotaWatchdog:
             if size > self.hard_bytes or count > self.hard_files:
                 self.fired = True
                 self.on_exceeded()
+
+
+def prune_empty_parents(root: Path, keep: list[Path], removed: list[Path]) -> None:
+    """Remove folders that the quota's deletions left empty (not ``keep`` nor ``/code/*``)."""
+    for path in removed:
+        folder = path.parent
+        while folder not in keep and folder.parent != keep[0] and root in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent

@@ -36,7 +36,7 @@ from cvdp_gym.sandbox.base import Limits, Mount
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
 from cvdp_gym.sandbox.output import ELIDED, bound_text
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS, check_relative_path
-from cvdp_gym.sandbox.quota import QuotaWatchdog, tree_usage, walk_tree
+from cvdp_gym.sandbox.quota import QuotaWatchdog, prune_empty_parents, tree_usage, walk_tree
 from cvdp_gym.sandbox.tree_copy import TreeCopy, copy_tree
 from cvdp_gym.sandbox.tree_texts import (
     MAX_TEXT_FILE_BYTES,
@@ -361,7 +361,7 @@ class Workspace:
                 freed_count += 1
                 removed.append(shown)
                 removed_paths.append(path)
-        _prune_empty_parents(self.root, [self.path, self.scratch / "tmp"], removed_paths)
+        prune_empty_parents(self.root, [self.path, self.scratch / "tmp"], removed_paths)
         shown = ", ".join(removed[:5]) + (f" and {len(removed) - 5} more" if len(removed) > 5 else "")
         note = (
             f"workspace quota exceeded ({size / 2**20:.1f} MB in {count} entries; limit "
@@ -489,15 +489,3 @@ class Workspace:
             return (self.base / rel).is_symlink() and os.readlink(self.base / rel) == os.readlink(self.path / rel)
         except OSError:
             return False
-
-
-def _prune_empty_parents(root: Path, keep: list[Path], removed: list[Path]) -> None:
-    """Remove folders that the quota's deletions left empty (not ``keep`` nor ``/code/*``)."""
-    for path in removed:
-        folder = path.parent
-        while folder not in keep and folder.parent != keep[0] and root in folder.parents:
-            try:
-                folder.rmdir()
-            except OSError:
-                break
-            folder = folder.parent
