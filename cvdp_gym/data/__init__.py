@@ -1,10 +1,12 @@
-"""Loading CVDP problems: local JSONL files, the bundled set, or the Hugging Face hub."""
+"""Loading problems: CVDP (local JSONL files, the bundled set, the Hugging Face hub) and the
+other benchmarks (:mod:`cvdp_gym.data.benchmarks`: VerilogEval v1/v2, RTLLM v1.1/v2.0)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.data.benchmarks import detect, is_benchmark_spec, load_benchmark
 from cvdp_gym.data.bundle import bundled_candidates, bundled_records
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem, load_jsonl, load_records
 
@@ -19,12 +21,20 @@ def load_dataset(spec: str | Path | None = None, **filters: Any) -> Dataset:
     ``None`` or ``"bundled"``: the problems this package ships. ``"hf"``, ``"hf:PATTERN"`` or
     ``"hf:PATTERN@REVISION"``: JSONL files of ``nvidia/cvdp-benchmark-dataset`` whose names
     contain PATTERN (downloaded once into the hub cache; ``token=`` and ``cache_dir=`` are
-    passed on). Anything else: a local JSONL file or a directory of them. Filters:
-    ``ids``, ``categories``, ``difficulty``, ``include_unsupported``, ``lenient``.
+    passed on). A benchmark: ``NAME[:TASK][?options]`` (``verilog-eval-v2:spec-to-rtl``,
+    ``rtllm-v2``; its files found as :func:`cvdp_gym.data.benchmarks.locate` says, or in
+    ``benchmark_dir=``), or the path of a copy of one. Anything else: a local CVDP JSONL
+    file or a directory of them. Filters: ``ids``, ``categories``, ``difficulty``,
+    ``include_unsupported``, ``lenient``.
     """
+    benchmark_dir = filters.pop("benchmark_dir", None)
     if spec is None or str(spec) == BUNDLED:
         return load_records(bundled_records(), source=BUNDLED, **filters)
     text = str(spec)
+    if is_benchmark_spec(text) or detect(Path(text)) is not None:
+        filters.pop("token", None)
+        filters.pop("cache_dir", None)
+        return load_benchmark(text, benchmark_dir=benchmark_dir, **filters)
     if text == "hf" or text.startswith("hf:"):
         from cvdp_gym.data import hub
 

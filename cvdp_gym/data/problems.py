@@ -1,4 +1,10 @@
-"""CVDP problems: one typed record for both official JSONL shapes.
+"""Problems: one typed record for every benchmark, and CVDP's two official JSONL shapes.
+
+A ``Problem`` names its **benchmark** (``cvdp``, ``verilog-eval-v2``, ...) and task, its
+**grader** (how answers are scored: a CVDP cocotb ``harness``, ``bleu``, ``judge``, or a
+benchmark's own test-bench flow such as ``verilog-eval-v2``) and the **toolchain** its
+simulations need (``cvdp-sim``: the official CVDP image's tools; ``icarus12``). The other
+benchmarks' files become Problems in :mod:`cvdp_gym.data.benchmarks`; the CVDP records here.
 
 Non-agentic records: ``{id, categories, input: {prompt, context}, output: {response,
 context}, harness: {files}}``. Agentic records: ``{id, categories, system_message, prompt,
@@ -35,6 +41,9 @@ COMPREHENSION_CATEGORIES = frozenset({"cid006", "cid008", "cid009", "cid010"})
 #: answer (cid006, cid008), or an LLM judge (cid009, cid010).
 SCORING_HARNESS, SCORING_BLEU, SCORING_JUDGE = "harness", "bleu", "judge"
 SCORING_BY_CATEGORY = {"cid006": SCORING_BLEU, "cid008": SCORING_BLEU, "cid009": SCORING_JUDGE, "cid010": SCORING_JUDGE}
+#: The benchmark of CVDP records, and the simulator toolchain its harnesses need (the
+#: root as the official ``nvidia/cvdp-sim`` image; ``cvdp_gym.toolchain.SIMULATORS``).
+CVDP, CVDP_SIM = "cvdp", "cvdp-sim"
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
@@ -71,6 +80,27 @@ class Problem:
     reference_answer: str | None = None
     #: The repository a repository-context problem starts from (its ``context`` is empty).
     repo: RepoRef | None = None
+    #: The benchmark it comes from (``cvdp``, ``verilog-eval-v2``, ``verilog-eval-v1``,
+    #: ``rtllm-v2``, ``rtllm-v1.1``) and the benchmark's task or subset (``spec-to-rtl``...).
+    benchmark: str = CVDP
+    task: str = ""
+    #: How answers are scored: ``harness`` (CVDP's cocotb services), ``bleu``, ``judge``, or a
+    #: benchmark's own test-bench flow (``verilog-eval-v2``, ``verilog-eval-v1``, ``rtllm``;
+    #: ``cvdp_gym.harness.flows``). Empty: from the category, as CVDP records say.
+    grader: str = ""
+    #: The simulator toolchain its runs need (``cvdp-sim`` or ``icarus12``).
+    toolchain: str = CVDP_SIM
+    #: A defect of the benchmark itself (its own reference fails its own test bench, its
+    #: files disagree): answers are still graded and counted in the official figure as the
+    #: benchmark's script counts them, but a failure is never the answer's (``excluded``).
+    defect: str | None = None
+    #: Benchmark-specific facts the grader and reports need (a test bench's top module,
+    #: VerilogEval's interface text, RTLLM's data files...): plain JSON-friendly data.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.grader:
+            object.__setattr__(self, "grader", SCORING_BY_CATEGORY.get(self.category, SCORING_HARNESS))
 
     @property
     def category(self) -> str:
@@ -78,8 +108,13 @@ class Problem:
 
     @property
     def scoring(self) -> str:
-        """``harness``, ``bleu`` (cid006/cid008) or ``judge`` (cid009/cid010)."""
-        return SCORING_BY_CATEGORY.get(self.category, SCORING_HARNESS)
+        """``harness`` (answers are code, simulated), ``bleu`` (cid006/cid008) or ``judge`` (cid009/cid010)."""
+        return self.grader if self.grader in (SCORING_BLEU, SCORING_JUDGE) else SCORING_HARNESS
+
+    @property
+    def flow(self) -> str | None:
+        """The benchmark test-bench flow that grades it (``harness.flows``), or None for CVDP."""
+        return None if self.grader in (SCORING_HARNESS, SCORING_BLEU, SCORING_JUDGE) else self.grader
 
     @property
     def difficulty(self) -> str | None:
@@ -87,7 +122,8 @@ class Problem:
 
     @property
     def has_harness(self) -> bool:
-        return any(p.endswith("docker-compose.yml") for p in self.harness)
+        """It has something to simulate: a CVDP ``docker-compose.yml`` or a test-bench flow's files."""
+        return self.flow is not None or any(p.endswith("docker-compose.yml") for p in self.harness)
 
     def metadata(self) -> dict[str, Any]:
         """A JSON-friendly summary (what environments expose as ``info["problem"]``)."""
@@ -102,6 +138,11 @@ class Problem:
             "unsupported": self.unsupported,
             "scoring": self.scoring,
             "source": self.source,
+            "benchmark": self.benchmark,
+            "task": self.task,
+            "grader": self.grader,
+            "toolchain": self.toolchain,
+            "defect": self.defect,
         }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from cvdp_gym.data.problems import SCORING_HARNESS, Problem
+from cvdp_gym.data.problems import CVDP, SCORING_HARNESS, Problem
 
 FOLDERS = """You are a helpful assistance.
 Consider that you have a folder structure like the following:
@@ -87,7 +87,11 @@ def single_shot_user_prompt(problem: Problem) -> str:
 
 
 def single_shot_messages(problem: Problem) -> list[dict[str, str]]:
-    """System and user messages for a single-shot answer to ``problem``."""
+    """System and user messages for a single-shot answer to ``problem`` (another benchmark's
+    problem: its own messages, as its scripts build them, :mod:`cvdp_gym.data.benchmarks`)."""
+    if problem.benchmark != CVDP:
+        system = [{"role": "system", "content": problem.system_message}] if problem.system_message else []
+        return [*system, {"role": "user", "content": problem.prompt}]
     return [
         {"role": "system", "content": single_shot_system_prompt(problem)},
         {"role": "user", "content": single_shot_user_prompt(problem)},
@@ -113,7 +117,13 @@ def comprehension_answer_text(answer: str) -> str:
 
 def answer_text(problem: Problem, files: dict[str, str]) -> str:
     """Files written as the single-shot prompt asks for them: one fenced block for a single
-    target, the official JSON shape (``{"code": [{path: text}, ...]}``) for several."""
+    target, the official JSON shape (``{"code": [{path: text}, ...]}``) for several;
+    VerilogEval v2 spec-to-RTL answers between ``[BEGIN]`` and ``[DONE]``, v1 completions as
+    they are."""
+    if problem.grader == "verilog-eval-v2" and problem.task == "spec-to-rtl":
+        return "[BEGIN]\n" + files[problem.targets[0]].rstrip("\n") + "\n[DONE]"
+    if problem.grader == "verilog-eval-v1":
+        return files[problem.targets[0]]
     if len(problem.targets) == 1:
         return "```systemverilog\n" + files[problem.targets[0]].rstrip("\n") + "\n```"
     return json.dumps({"code": [{path: files[path]} for path in problem.targets]})

@@ -46,7 +46,7 @@ from cvdp_gym.grading.stages import run_stages
 from cvdp_gym.harness.randomness import harness_randomness
 from cvdp_gym.harness.results import TIMEOUT
 from cvdp_gym.harness.runner import HarnessRunner
-from cvdp_gym.parsers import extract_files
+from cvdp_gym.parsers.benchmark_answers import NO_CODE, extract_answer
 from cvdp_gym.parsers.comprehension import ROUTE_CHAT
 
 #: Re-exported for ``from cvdp_gym.grading.grader import ...``; they live in ``result.py``.
@@ -124,7 +124,7 @@ class Grader:
             return self.grade_text(problem, response)
         start = time.monotonic()
         files, info, failed = self._extract(problem, response)
-        result = failed or self.grade_files(problem, files, deadline=deadline, seed=seed)
+        result = failed or no_code(info, self.grade_files(problem, files, deadline=deadline, seed=seed))
         result.extraction = info
         result.wall_s = time.monotonic() - start
         return result
@@ -136,8 +136,9 @@ class Grader:
 
     @staticmethod
     def _extract(problem: Problem, response: str) -> tuple[dict[str, str], dict[str, Any], GradeResult | None]:
-        """The answer's target files, how they were found, and the verdict if none were."""
-        extraction = extract_files(response, list(problem.targets))
+        """The answer's target files, how they were found, and the verdict if none were
+        (a benchmark answer always has its file: see ``no_code``)."""
+        extraction = extract_answer(problem, response)
         info = {
             "method": extraction.method,
             "blocks_found": extraction.blocks_found,
@@ -227,10 +228,12 @@ class Grader:
             return None  # one fresh draw of a randomised harness is not the truth
         # A repository problem's files come from its commit, which the key must name.
         repo = [[problem.repo.name, problem.repo.commit]] if problem.repo is not None else []
+        # A benchmark flow's verdict also depends on which flow, simulator and options.
+        flow = [problem.grader, problem.toolchain, problem.extra] if problem.flow is not None else []
         return content_key(
             GRADER_VERSION, self._fingerprint, self.lint, self.interface,
             problem.harness, problem.context, problem.reference, dict(files),
-            seed if randomised else None, *repo,
+            seed if randomised else None, *repo, *flow,
         )
 
     def _cached(self, key: str | None) -> GradeResult | None:
@@ -336,11 +339,22 @@ class Grader:
                     except WorkerLost as exc:
                         result = infra_result(problem, files, str(exc))
                     self._store(key, result)
+                result = no_code(info, result)
             result.extraction = info
             result.wall_s = time.monotonic() - start
             return result
 
         return list(await asyncio.gather(*(remote(p, r) for p, r in items)))
+
+
+def no_code(extraction: dict[str, Any], result: GradeResult) -> GradeResult:
+    """A benchmark answer with no code in it: its benchmark's verdict is kept (``official``:
+    its script writes and runs a file whatever the answer holds), but it is a ``format_error``."""
+    if extraction.get("method") != NO_CODE or result.passed:
+        return result
+    result.stages = [Stage("format", False, "no code in the answer")] + [Stage(n, None) for n in STAGES[1:]]
+    result.failure_class, result.reason = FORMAT_ERROR, "no code in the answer"
+    return result
 
 
 def _seconds_until(deadline: float | None) -> float | None:

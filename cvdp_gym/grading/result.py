@@ -27,7 +27,7 @@ from cvdp_gym.harness.results import (
     TestCounts,
 )
 
-GRADER_VERSION = 3  # 2: results carry the failing tests (``failures``); 3: the harness seed
+GRADER_VERSION = 4  # 2: results carry the failing tests (``failures``); 3: the harness seed; 4: benchmark flows' ``official``
 #: Failure classes of the grader's own stages (the harness adds its classes).
 FORMAT_ERROR = "format_error"
 INTERFACE_ERROR = "interface_error"
@@ -84,6 +84,11 @@ class GradeResult:
     randomised: list[str] = field(default_factory=list)
     #: Several seeds graded (``grading.seeds``): ``{"seed", "verdict"}`` per run, in order.
     seed_verdicts: list[dict[str, Any]] = field(default_factory=list)
+    #: A benchmark flow's own verdict by the benchmark's own rule over the whole log
+    #: (``harness.flows``: VerilogEval's class, RTLLM's rules); empty for CVDP answers.
+    official: dict[str, Any] = field(default_factory=dict)
+    #: The problem's known benchmark defect: a failure here is not the answer's (``excluded``).
+    defect: str | None = None
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -124,9 +129,11 @@ class GradeResult:
 
     @property
     def excluded(self) -> bool:
-        """Not the answer's fault (toolchain gap, unsupported, no judge or a judge that failed):
-        leave out of training."""
-        return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED, NOT_JUDGED, JUDGE_ERROR)
+        """Not the answer's fault (toolchain gap, unsupported, no judge or a judge that failed,
+        a failure on a problem the benchmark itself gets wrong): leave out of training."""
+        return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED, NOT_JUDGED, JUDGE_ERROR) or (
+            self.defect is not None and not self.passed
+        )
 
     @property
     def infra_failure(self) -> bool:

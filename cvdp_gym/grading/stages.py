@@ -23,7 +23,14 @@ from cvdp_gym.grading.result import (
     infra_result,
 )
 from cvdp_gym.harness.randomness import harness_randomness
-from cvdp_gym.harness.results import BUILD_ERROR, TOOLCHAIN_GAP, UNSUPPORTED, HarnessResult
+from cvdp_gym.harness.results import (
+    BUILD_ERROR,
+    HARNESS_ERROR,
+    INFRA_ERROR,
+    TOOLCHAIN_GAP,
+    UNSUPPORTED,
+    HarnessResult,
+)
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.sandbox.base import SandboxUnavailable
 
@@ -75,6 +82,8 @@ def _stages(
         return stop(UNSUPPORTED, missing)
     if problem.scoring != SCORING_HARNESS:
         return stop(UNSUPPORTED, f"{problem.category} answers are text scored against a reference (Grader.grade_response), not files")
+    if problem.flow is not None:  # the benchmark's own flow compiles, checks and simulates at once
+        return _from_flow(problem, files, runner.run(problem, files, seed=seed))
     if lint:
         linted = runner.lint(problem, files, workspace=workspace)
         detail = "; ".join(linted.errors[:3])
@@ -95,6 +104,27 @@ def _stages(
         stages.append(Stage("interface", None, "skipped"))
     harness = runner.run(problem, files, workspace=workspace, seed=seed)
     return _with_harness(problem, stages, files, harness)
+
+
+def _from_flow(problem: Problem, files: dict[str, str], run: HarnessResult) -> GradeResult:
+    """The stages of a benchmark flow's single run: a build failure fails ``syntax``, an
+    interface failure ``interface``, anything else after them ``tests``."""
+    failure = run.failure_class
+    if failure in (UNSUPPORTED, HARNESS_ERROR, INFRA_ERROR):
+        stages = [Stage("format", True, f"{len(files)} file(s)")] + [Stage(n, None) for n in STAGES[1:]]
+    else:
+        built = failure not in (BUILD_ERROR, TOOLCHAIN_GAP)
+        bound = built and failure != INTERFACE_ERROR
+        stages = [
+            Stage("format", True, f"{len(files)} file(s)"),
+            Stage("syntax", built, "" if built else run.reason),
+            Stage("interface", bound if built else None, "" if bound or not built else run.reason),
+            Stage("tests", run.passed if bound else None, run.reason if bound else "", run.wall_s),
+        ]
+    return GradeResult(
+        problem.id, stages, failure, run.reason, tests=run.tests, files=files, log_tail=run.log_tail[-LOG_TAIL_CHARS:],
+        failures=run.failures, official=dict(run.official), defect=run.defect,
+    )
 
 
 def _with_harness(problem: Problem, stages: list[Stage], files: dict[str, str], harness: HarnessResult) -> GradeResult:

@@ -120,6 +120,11 @@ class HarnessResult:
     #: The seed the run's Python randomness and cocotb used (``randomness.seed_environment``);
     #: None when no harness ran. The same seed reproduces the run.
     seed: int | None = None
+    #: A benchmark flow's own verdict, by the benchmark's own rule over the whole log
+    #: (``harness.flows``: VerilogEval's failure class, RTLLM's pass rules); empty for CVDP.
+    official: dict[str, Any] = field(default_factory=dict)
+    #: The problem's known benchmark defect (``Problem.defect``): a failure is not the answer's.
+    defect: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -188,6 +193,8 @@ class HarnessResult:
             wall_s=data.get("wall_s", 0.0),
             toolchain=dict(data.get("toolchain") or {}),
             seed=data.get("seed"),
+            official=dict(data.get("official") or {}),
+            defect=data.get("defect"),
         )
 
     @classmethod

@@ -34,6 +34,7 @@ from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import RepoUnavailable
 from cvdp_gym.harness.compose import HarnessError, Service, parse_services
+from cvdp_gym.harness.flows import flow_for
 from cvdp_gym.harness.lint import LintResult, compile_only, full_parser_accepts
 from cvdp_gym.harness.randomness import draw_seed, seed_environment, write_seed_module
 from cvdp_gym.harness.results import (
@@ -144,7 +145,7 @@ class HarnessRunner:
         """
         seed = draw_seed() if seed is None else seed
         result = self._run(problem, files, workspace, limits, seed)
-        result.toolchain = dict(self.versions)
+        result.toolchain = {**self.versions, **result.toolchain}
         if result.services:
             result.seed = seed
         return result
@@ -156,6 +157,8 @@ class HarnessRunner:
         missing = self.unavailable(problem)
         if missing:
             return HarnessResult.failure(problem.id, UNSUPPORTED, missing)
+        if problem.flow is not None:
+            return self._run_flow(problem, files, limits)
         try:
             services = self.services(problem)
         except HarnessError as exc:
@@ -191,9 +194,22 @@ class HarnessRunner:
         )
 
     def unavailable(self, problem: Problem) -> str | None:
-        """Why ``problem`` cannot be run here at all (unsupported, or its repository is
-        not found), or None. Cheap: it does not check out anything."""
-        return problem.unsupported or self.repos.missing(problem)
+        """Why ``problem`` cannot be run here at all (unsupported, the simulator it needs is
+        missing, or its repository is not found), or None. Cheap: it checks out nothing."""
+        return problem.unsupported or self.toolchain.simulator_missing(problem.toolchain) or self.repos.missing(problem)
+
+    def _run_flow(self, problem: Problem, files: Mapping[str, str], limits: Limits | None) -> HarnessResult:
+        """A benchmark problem: its own flow (``harness.flows``) in this runner's sandbox."""
+        flow = flow_for(problem.flow or "")
+        if flow is None:
+            return HarnessResult.failure(problem.id, HARNESS_ERROR, f"no test-bench flow called {problem.flow!r}")
+        keep = self.options.keep_dir / problem.id if self.options.keep_dir is not None else None
+        try:
+            result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep)
+        except (UnsafePathError, OSError) as exc:
+            return HarnessResult.failure(problem.id, HARNESS_ERROR if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
+        result.toolchain = {**result.toolchain, "simulator": self.toolchain.simulator_version(problem.toolchain)}
+        return result
 
     def services(self, problem: Problem) -> list[Service]:
         """The harness's services, in the order they run (``HarnessError`` if unreadable)."""
@@ -367,6 +383,8 @@ class HarnessRunner:
         ``gap`` is set: the official image's newer Icarus may accept it.
         """
         start = time.monotonic()
+        if problem.flow is not None:
+            return LintResult(True, False, ["left to the benchmark's own flow"], "none", 0.0)
         try:
             services = self.services(problem)
         except HarnessError as exc:

@@ -30,7 +30,7 @@ from .harmony import final_text, is_harmony, parse_harmony
 from .hdl_units import HDL_EXTS, HDL_LANGS, raw_region, split_units, units
 from .json_answer import JSON_LANGS, from_json
 
-__all__ = ["HDL_LANGS", "Extraction", "extract_files"]
+__all__ = ["HDL_LANGS", "Extraction", "answer_text", "extract_files"]
 
 _LANGS_BY_EXT: dict[str, frozenset[str]] = {
     ".py": frozenset({"python", "py", "python3"}),
@@ -147,6 +147,13 @@ def _drop_first_nonempty_line(text: str) -> str:
 # ----------------------------------------------------------------------------------------
 # Main entry point
 # ----------------------------------------------------------------------------------------
+
+
+def answer_text(response: str) -> tuple[str, Extraction]:
+    """The answer without thinking or Harmony analysis, and an ``Extraction`` noting what was
+    dropped (every extractor starts here)."""
+    ex = Extraction()
+    return _prepare(response if isinstance(response, str) else "", ex), ex
 
 
 def _prepare(response: str, ex: Extraction) -> str:

@@ -10,6 +10,12 @@ Two kinds:
   explicit fallback (``--toolchain host``). Debian 12's Icarus 11 rejects constructs that
   Icarus 13 accepts, so only this kind reports ``toolchain_gap``.
 
+Each problem names the simulator it must run on (``Problem.toolchain``): ``cvdp-sim``, the
+root itself (the official CVDP image's tools), or ``icarus12``, Debian trixie's Icarus 12
+unpacked in the root and bound over its Icarus 13 for that run only (``icarus12.py``;
+VerilogEval requires it). ``Toolchain.binds(simulator)`` gives those binds,
+``simulator_missing`` says why one cannot run here.
+
 ``detect(kind)`` reports what is present; ``install`` builds what is missing;
 ``doctor_rows`` feeds ``cvdp-gym doctor``. ``Toolchain.versions()`` is recorded with every
 result and ``fingerprint()`` is part of every grading cache key.
@@ -27,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.toolchain import tools
+from cvdp_gym.toolchain import icarus12, tools
 from cvdp_gym.toolchain.envs import GENERATIONS, SimEnv, host_env, install_host_env
 from cvdp_gym.toolchain.root import (
     RootBuildError,
@@ -41,12 +47,19 @@ from cvdp_gym.toolchain.root import (
 )
 
 KINDS = ("root", "host")
+#: The simulators a problem can name (``Problem.toolchain``): the root as the official CVDP
+#: image (Icarus 13, Verilator 5.038, Yosys 0.40), and Icarus 12 (VerilogEval's).
+CVDP_SIM, ICARUS12 = "cvdp-sim", "icarus12"
+SIMULATORS = (CVDP_SIM, ICARUS12)
 APT_PACKAGES = {"iverilog": "iverilog", "bwrap": "bubblewrap", "yosys": "yosys", "prlimit": "util-linux"}
 INSTALL_ROOT = "cvdp-gym toolchain install"
 
 __all__ = [
+    "CVDP_SIM",
     "GENERATIONS",
+    "ICARUS12",
     "KINDS",
+    "SIMULATORS",
     "RootBuildError",
     "SimEnv",
     "Tool",
@@ -120,6 +133,8 @@ class Toolchain:
     root_verilator: Tool | None = None
     runtime_cache: bool = False  # the root holds Verilator's compiled runtime (``toolchain/root.py``)
     official_tools: bool = False  # the root's Verilator and Yosys are the official image's (``toolchain/tools.py``)
+    #: Icarus 12 (``icarus12.py``): the root's unpacked package, or the host's own 12.x.
+    icarus12: Tool | None = None
 
     def env(self, generation: str) -> SimEnv:
         return self.envs[generation]
@@ -142,6 +157,30 @@ class Toolchain:
         fix = f"{INSTALL_ROOT} --toolchain host --generation {generation}"
         return Tool("verilator", str(shim) if shim.exists() else None, env.package_version("verilator"), fix)
 
+    def simulator_missing(self, simulator: str) -> str | None:
+        """Why runs that need ``simulator`` cannot happen here (with the fix), or None."""
+        if simulator == CVDP_SIM:
+            return None if self.iverilog.ok else f"Icarus Verilog not found; run: {self.iverilog.fix}"
+        if simulator == ICARUS12:
+            if self.icarus12 is not None and self.icarus12.ok:
+                return None
+            if self.kind == "host":
+                return f"needs Icarus Verilog 12 (the host has {self.iverilog.version or 'none'}); use the pinned root (--toolchain root)"
+            return f"Icarus Verilog 12 is not installed in the root; run: {INSTALL_ROOT}"
+        return f"unknown simulator {simulator!r}; expected one of {SIMULATORS}"
+
+    def binds(self, simulator: str) -> list[tuple[Path, str]]:
+        """``(host path, sandbox path)`` pairs a run of ``simulator`` binds read-only over the
+        toolchain's own files (none for the root's own tools, or a host with Icarus 12)."""
+        if simulator == ICARUS12 and self.kind == "root" and self.root is not None:
+            return icarus12.overlay(self.root)
+        return []
+
+    def simulator_version(self, simulator: str) -> str:
+        """The version line of the Icarus a run of ``simulator`` uses (recorded with results)."""
+        tool = self.icarus12 if simulator == ICARUS12 else self.iverilog
+        return (tool.version if tool is not None else None) or "missing"
+
     def build_cache_env(self) -> dict[str, str]:
         """Variables that let harness builds reuse the root's read-only Verilator runtime objects."""
         return runtime_cache_env() if self.runtime_cache else {}
@@ -161,6 +200,7 @@ class Toolchain:
             "iverilog": self.iverilog.version or "missing",
             "verilator": self.verilator().version or "missing",
             "yosys": self.yosys.version or "missing",
+            "iverilog 12": self.simulator_version(ICARUS12),
             "fingerprint": self.fingerprint(),
         }
         for generation, env in sorted(self.envs.items()):
@@ -172,6 +212,8 @@ class Toolchain:
         if self.kind == "root":
             return "root-" + (lock_fingerprint(self.lock) if self.lock else "missing")
         parts = [f"iverilog={self.iverilog.version}", f"yosys={self.yosys.version}"]
+        if self.icarus12 is not None and self.icarus12.ok and self.icarus12.version != self.iverilog.version:
+            parts.append(f"iverilog12={self.icarus12.version}")
         for generation, env in sorted(self.envs.items()):
             parts.append(f"{generation}={env.expected_hash if env.installed else 'missing'}")
         return "host-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
@@ -191,8 +233,16 @@ def _root_toolchain(base: Path) -> Toolchain:
         present = lock is not None and path.exists()
         return Tool(name, str(path) if present else None, versions.get(name) if present else None, INSTALL_ROOT)
 
+    twelve = (lock or {}).get("icarus12", {})
+    ready12 = lock is not None and icarus12.ready(root) and bool(twelve.get("sha256"))
     return Toolchain(
         kind="root",
+        icarus12=Tool(
+            "iverilog 12",
+            str(icarus12.overlay(root)[0][0]) if ready12 else None,
+            twelve.get("version_line") if ready12 else None,
+            INSTALL_ROOT,
+        ),
         iverilog=tool("iverilog"),
         yosys=tool("yosys"),
         bwrap=_system_tool("bwrap", ["--version"]),
@@ -207,9 +257,12 @@ def _root_toolchain(base: Path) -> Toolchain:
 
 
 def _host_toolchain(base: Path) -> Toolchain:
+    iverilog = _system_tool("iverilog", ["-V"])
+    twelve = iverilog if (iverilog.version or "").startswith(icarus12.VERSION_PREFIX) else None
     return Toolchain(
         kind="host",
-        iverilog=_system_tool("iverilog", ["-V"]),
+        icarus12=twelve,
+        iverilog=iverilog,
         yosys=_system_tool("yosys", ["-V"]),
         bwrap=_system_tool("bwrap", ["--version"]),
         prlimit=_system_tool("prlimit", ["--version"]),
@@ -259,6 +312,12 @@ def doctor_rows(toolchain: Toolchain | None = None) -> list[tuple[str, bool, str
     for tool in (tc.bwrap, tc.prlimit, tc.iverilog):
         rows.append((tool.name, tool.ok, tool.version or "not found", "" if tool.ok else tool.fix))
     rows += _simulator_rows(tc)
+    missing12 = tc.simulator_missing(ICARUS12)
+    if missing12 is None:
+        where = f"{icarus12.PREFIX} in the root, bound over Icarus 13 per run" if tc.kind == "root" else str(tc.icarus12.path if tc.icarus12 else "")
+        rows.append(("iverilog 12", True, f"{tc.simulator_version(ICARUS12)} at {where}: VerilogEval, RTLLM", ""))
+    else:
+        rows.append(("iverilog 12", False, f"missing: VerilogEval and RTLLM need it ({missing12})", INSTALL_ROOT if tc.kind == "root" else ""))
     for generation, env in tc.envs.items():
         fix = INSTALL_ROOT if tc.kind == "root" else f"{INSTALL_ROOT} --toolchain host --generation {generation}"
         if env.installed:

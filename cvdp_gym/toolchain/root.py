@@ -21,6 +21,9 @@ instead of recompiling them for every build of every answer. The sandbox sees th
 read-only and it holds nothing but a synthetic design's build, so no answer can add to it,
 change it, or read another answer's (or a reference's) code from it.
 
+A stage unpacks Debian trixie's Icarus 12 package into ``/opt/cvdp/icarus12``, bound over
+the root's Icarus 13 only in runs of benchmarks that require it (``toolchain/icarus12.py``).
+
 The build is idempotent and resumable: the Debian stage, each environment, the official
 tools and the runtime cache leave a marker, and the finished tree is renamed into place only when everything is
 there. An existing root gains a newly added stage on the next ``install``.
@@ -34,12 +37,12 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from cvdp_gym.errors import ConfigError, RootBuildError
-from cvdp_gym.toolchain import tools
+from cvdp_gym.toolchain import icarus12, tools
 from cvdp_gym.toolchain.envs import (
     GENERATIONS,
     MARKER,
@@ -128,6 +131,7 @@ def root_complete(root: Path) -> bool:
         and all(root_env(root, g).installed for g in GENERATIONS)
         and tools_ready(root)
         and runtime_cache_ready(root)
+        and icarus12.ready(root)
     )
 
 
@@ -224,6 +228,10 @@ def build_root(
         _install_tools(work, log)
     if not runtime_cache_ready(work):
         _warm_runtime_cache(work, log)
+    if not icarus12.ready(work):
+        started = time.monotonic()
+        line = icarus12.install(work, mirror, _run_in_root, log)
+        log(f"Icarus 12 installed in {time.monotonic() - started:.0f} s: {line}")
     _write_lock(work, suite, mirror)
     if work is partial:
         shutil.rmtree(final, ignore_errors=True)
@@ -401,10 +409,14 @@ def _run_in_root(
     network: bool = False,
     env: dict[str, str] | None = None,
     timeout: float = 120,
+    binds: Sequence[tuple[Path, str]] = (),
 ) -> str:
-    """Run a trusted build step with ``root`` as ``/`` (writable); returns its output."""
+    """Run a trusted build step with ``root`` as ``/`` (writable); returns its output.
+    ``binds``: ``(host path, path inside)`` pairs bound read-only over the root's."""
     args = ["bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
     args += ["--bind", str(root / "tmp"), "/tmp"] if (root / "tmp").is_dir() else ["--tmpfs", "/tmp"]
+    for source, target in binds:
+        args += ["--ro-bind", str(source), target]
     args += ["--unshare-all", "--die-with-parent", "--clearenv"]
     environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", **(env or {})}
     if network:
@@ -428,6 +440,17 @@ def _run_in_root(
     return proc.stdout + proc.stderr
 
 
+def _icarus12_line(root: Path) -> str:
+    """``iverilog -V`` of the root's Icarus 12 (``missing`` when it is not installed)."""
+    if not icarus12.ready(root):
+        return "missing"
+    try:
+        out = _run_in_root(root, ["iverilog", "-V"], binds=icarus12.overlay(root)).strip().splitlines()
+    except RootBuildError:
+        out = []
+    return out[0].strip() if out else "missing"
+
+
 def _write_lock(root: Path, suite: str, mirror: str) -> None:
     debs = _run_in_root(root, ["dpkg-query", "-W", "-f", "${Package}\t${Version}\n"])
     packages = dict(sorted(line.split("\t", 1) for line in debs.splitlines() if "\t" in line))
@@ -448,6 +471,7 @@ def _write_lock(root: Path, suite: str, mirror: str) -> None:
         },
         "debian": packages,
         "runtime_cache": {"path": str(RUNTIME_CACHE), "recipe": _warmup_recipe(), "entries": _cached_entries(_runtime_cache_dir(root))},
+        "icarus12": {**(icarus12.lock_entry(root) or {}), "version_line": _icarus12_line(root)},
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     path = root / LOCK_PATH

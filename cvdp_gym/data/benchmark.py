@@ -1,0 +1,131 @@
+"""What a benchmark is: where its files come from, and how they become Problems.
+
+A benchmark beside CVDP (VerilogEval v1/v2, RTLLM v1.1/v2.0) is one module under
+:mod:`cvdp_gym.data.benchmarks` with a ``Benchmark`` subclass. It says:
+
+- where its files come from: a pinned upstream commit (``Pin``) the user fetches once into
+  the user cache (``cvdp-gym benchmarks fetch``), a copy the user names (``benchmark_dir``,
+  ``--benchmark-dir``) or an environment variable (``env_var``);
+- how its files become ``Problem``\\ s (``load``): the prompt exactly as the benchmark's own
+  scripts build it (with their prompt options: ``options``), the test bench and reference
+  as the problem's ``harness`` and ``reference``, the grader (a test-bench flow of
+  :mod:`cvdp_gym.harness.flows`) and the simulator it requires;
+- which of its problems are known defects of the benchmark (``defects``).
+
+How an answer is extracted (:mod:`cvdp_gym.parsers.benchmark_answers`), run and judged
+(:mod:`cvdp_gym.harness.flows`) and added up (:mod:`cvdp_gym.eval.benchmark_reports`) are
+the same plug-in's parts in the layers that own those concerns, all keyed by the names
+here. The environments, ``eval``, ``report``, ``serve`` and the trainer see only Problems
+and grades.
+
+A dataset spec names a benchmark, optionally a task and prompt options:
+``verilog-eval-v2``, ``verilog-eval-v2:spec-to-rtl``, ``verilog-eval-v2:spec-to-rtl?shots=1&rules=1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.errors import DatasetError
+
+__all__ = ["Benchmark", "BenchmarkSpec", "Pin", "parse_spec"]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """The upstream commit a benchmark is read from, and what its files must hash to.
+
+    ``checksum``: SHA-256 of the benchmark's manifest (``sources.manifest``: every file it
+    reads, with each file's SHA-256), so a fetched copy is verified file by file, whichever
+    way it was fetched (git or an archive).
+    """
+
+    url: str
+    commit: str
+    checksum: str
+    #: The branch or tag the commit is on (for messages and the git fetch).
+    ref: str = "main"
+
+    @property
+    def archive_url(self) -> str:
+        """GitHub's archive of the commit (the fallback when git cannot fetch it)."""
+        return f"{self.url.removesuffix('.git')}/archive/{self.commit}.tar.gz"
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """A parsed dataset spec: the benchmark, its tasks (empty: all) and prompt options."""
+
+    name: str
+    tasks: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+class Benchmark:
+    """One benchmark's data plug-in; subclasses set the class attributes and ``load``."""
+
+    #: The dataset name (``verilog-eval-v2``), a title, and its tasks (a spec that names
+    #: none loads them all).
+    name: ClassVar[str]
+    title: ClassVar[str]
+    tasks: ClassVar[tuple[str, ...]]
+    #: The grader (a flow of ``harness.flows``) and the simulator its runs need.
+    grader: ClassVar[str]
+    toolchain: ClassVar[str]
+    #: The variable naming a local copy, and the pinned upstream commit.
+    env_var: ClassVar[str]
+    pin: ClassVar[Pin]
+    #: Prompt options the spec may set (``?name=value``), with their defaults.
+    option_defaults: ClassVar[dict[str, str]] = {}
+    #: Problems whose own reference fails its own test bench on this benchmark's toolchain,
+    #: or whose files disagree, found by ``cvdp-gym check`` on the pinned commit: name -> reason.
+    defects: ClassVar[dict[str, str]] = {}
+
+    def options(self, given: Mapping[str, str]) -> dict[str, str]:
+        """The prompt options with their defaults; an unknown one is a ``DatasetError``."""
+        unknown = sorted(set(given) - set(self.option_defaults))
+        if unknown:
+            known = ", ".join(sorted(self.option_defaults)) or "none"
+            raise DatasetError(f"{self.name}: unknown option {', '.join(unknown)} (options: {known})")
+        return {**self.option_defaults, **given}
+
+    def check_tasks(self, tasks: tuple[str, ...]) -> tuple[str, ...]:
+        """The tasks to load (all when none are named); an unknown one is a ``DatasetError``."""
+        for task in tasks:
+            if task not in self.tasks:
+                known = f"tasks: {', '.join(self.tasks)}" if self.tasks else "it has no tasks"
+                raise DatasetError(f"{self.name} has no task {task!r} ({known})")
+        return tasks or self.tasks
+
+    def holds(self, path: Path) -> bool:
+        """Whether ``path`` is a copy of this benchmark (its root folder)."""
+        raise NotImplementedError
+
+    def files(self, root: Path) -> list[Path]:
+        """Every file of a copy that problems are read from (the manifest's files)."""
+        raise NotImplementedError
+
+    def load(self, root: Path, tasks: tuple[str, ...], options: Mapping[str, str]) -> list[Problem]:
+        """The problems of ``tasks`` in the copy at ``root``, prompts built with ``options``."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """What ``cvdp-gym benchmarks list`` shows."""
+        return {
+            "name": self.name, "title": self.title, "tasks": list(self.tasks), "grader": self.grader,
+            "toolchain": self.toolchain, "env_var": self.env_var, "upstream": self.pin.url,
+            "commit": self.pin.commit, "ref": self.pin.ref, "options": dict(self.option_defaults),
+        }
+
+
+def parse_spec(text: str) -> BenchmarkSpec:
+    """``NAME[:TASK[,TASK...]][?key=value&...]`` -> a ``BenchmarkSpec`` (names unchecked)."""
+    head, _, query = text.partition("?")
+    name, _, tasks = head.partition(":")
+    options = dict(parse_qsl(query, keep_blank_values=True)) if query else {}
+    return BenchmarkSpec(name.strip(), tuple(t.strip() for t in tasks.split(",") if t.strip()), options)

@@ -1,0 +1,159 @@
+"""The benchmarks beside CVDP, one module each, and how a dataset spec or a folder finds them.
+
+``load_benchmark("verilog-eval-v2:spec-to-rtl?shots=1")`` loads a benchmark by name (its
+files located by :mod:`.sources`); ``detect(path)`` recognises a copy of one from its
+layout, so a folder or file can be named directly (``cvdp-gym eval path/to/verilog-eval``).
+:func:`cvdp_gym.data.load_dataset` uses both, so every command and environment that takes a
+dataset takes a benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from cvdp_gym.data.benchmark import Benchmark, BenchmarkSpec, Pin, parse_spec
+from cvdp_gym.data.benchmarks.rtllm import RtllmV2, RtllmV11, design_folders
+from cvdp_gym.data.benchmarks.sources import checksum, fetch, locate
+from cvdp_gym.data.benchmarks.verilog_eval import VerilogEvalV2
+from cvdp_gym.data.benchmarks.verilog_eval_v1 import VerilogEvalV1, is_record
+from cvdp_gym.data.problems import Dataset, Problem
+from cvdp_gym.errors import DatasetError
+from cvdp_gym.jsonl import JsonlError, iter_json
+
+__all__ = [
+    "BENCHMARKS",
+    "Benchmark",
+    "BenchmarkSpec",
+    "Pin",
+    "benchmark",
+    "checksum",
+    "detect",
+    "fetch",
+    "is_benchmark_spec",
+    "load_benchmark",
+    "locate",
+    "parse_spec",
+]
+
+#: Every benchmark beside CVDP, by dataset name.
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (VerilogEvalV2(), VerilogEvalV1(), RtllmV2(), RtllmV11())}
+
+
+def benchmark(name: str) -> Benchmark:
+    """The benchmark called ``name`` (``DatasetError`` naming the known ones otherwise)."""
+    try:
+        return BENCHMARKS[name]
+    except KeyError:
+        raise DatasetError(f"unknown benchmark {name!r} (known: {', '.join(BENCHMARKS)})") from None
+
+
+def is_benchmark_spec(text: str) -> bool:
+    """``text`` names a benchmark (``verilog-eval-v2``, ``rtllm-v2:...``), not a path."""
+    return parse_spec(text).name in BENCHMARKS and not Path(text).exists()
+
+
+def detect(path: Path) -> tuple[Benchmark, Path, tuple[str, ...]] | None:
+    """The benchmark a folder or file is a copy of: ``(benchmark, its root, tasks)``, or None.
+
+    A VerilogEval v2 clone (or one ``dataset_<task>`` folder of it), a VerilogEval v1 clone
+    (or one of its ``.jsonl`` files), an RTLLM clone (nested design folders: v2.0; flat:
+    v1.1) or one design folder.
+    """
+    v2, v1 = BENCHMARKS["verilog-eval-v2"], BENCHMARKS["verilog-eval-v1"]
+    if path.is_dir():
+        if v2.holds(path):
+            return v2, path, ()
+        task = path.name.removeprefix("dataset_")
+        if path.name.startswith("dataset_") and task in v2.tasks:
+            return v2, path.parent, (task,)
+        if v1.holds(path):
+            return v1, path, ()
+        folders = design_folders(path)
+        if folders:
+            nested = any(len(f.relative_to(path).parts) > 1 for f in folders)
+            return BENCHMARKS["rtllm-v2" if nested else "rtllm-v1.1"], path, ()
+        return None
+    if path.suffix == ".jsonl" and path.is_file() and _first_record_is_v1(path):
+        for task, label in (("human", "Human"), ("machine", "Machine")):
+            if label.lower() in path.name.lower():
+                return v1, path, (task,)
+        return v1, path, ("human",)
+    return None
+
+
+def _first_record_is_v1(path: Path) -> bool:
+    try:
+        for _, record in iter_json(path):
+            return is_record(record)
+    except JsonlError:
+        return False
+    return False
+
+
+def load_benchmark(
+    spec: str | Path,
+    *,
+    benchmark_dir: str | Path | None = None,
+    ids: Iterable[str] | None = None,
+    categories: Iterable[str] | None = None,
+    difficulty: Iterable[str] | str | None = None,
+    include_unsupported: bool = False,
+    lenient: bool = False,
+) -> Dataset:
+    """A benchmark's problems, by spec (``NAME[:TASK][?options]``) or by the path of a copy.
+
+    ``ids`` keeps problems by id or by the benchmark's own name (``Prob001_zero``);
+    ``categories`` by task or category; ``difficulty`` matches nothing (these benchmarks
+    grade none). ``include_unsupported`` and ``lenient`` are accepted for symmetry with
+    CVDP files (nothing here is unsupported or skipped line by line).
+    """
+    del include_unsupported, lenient
+    text = str(spec)
+    found = detect(Path(text)) if not is_benchmark_spec(text) else None
+    if found is not None:
+        bench, root, tasks = found
+        options: dict[str, str] = {}
+    else:
+        parsed = parse_spec(text)
+        bench = benchmark(parsed.name)
+        root = locate(bench, benchmark_dir)
+        tasks, options = parsed.tasks, dict(parsed.options)
+    options = bench.options(options)
+    if root.is_file():  # one VerilogEval v1 .jsonl
+        problems = _v1_file(bench, root, tasks[0] if tasks else "human")
+    else:
+        problems = bench.load(root, tuple(tasks), options)
+    problems = _filtered(problems, ids, categories, difficulty, text)
+    return Dataset(problems=problems, skipped=[], source=text)
+
+
+def _v1_file(bench: Benchmark, path: Path, task: str) -> list[Problem]:
+    assert isinstance(bench, VerilogEvalV1)
+    try:
+        records = [r for _, r in iter_json(path)]
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
+    bad = next((i for i, r in enumerate(records, 1) if not is_record(r)), None)
+    if bad is not None:
+        raise DatasetError(f"{path}:{bad}: not a VerilogEval v1 record (task_id, prompt, canonical_solution, test)")
+    return [bench.problem(r, task, "", str(path)) for r in records]
+
+
+def _filtered(
+    problems: list[Problem], ids: Iterable[str] | None, categories: Iterable[str] | None,
+    difficulty: Iterable[str] | str | None, source: str,
+) -> list[Problem]:
+    if ids:
+        wanted = set(ids)
+        problems = [p for p in problems if p.id in wanted or p.extra.get("name") in wanted]
+        matched = {p.id for p in problems} | {p.extra.get("name") for p in problems}
+        missing = wanted - matched
+        if missing:
+            raise DatasetError(f"{source}: no problem with id {', '.join(sorted(missing))}")
+    if categories:
+        wanted = {str(c).strip().lower() for c in categories}
+        problems = [p for p in problems if p.task.lower() in wanted or p.category.lower() in wanted]
+    if difficulty:
+        problems = []
+    return problems

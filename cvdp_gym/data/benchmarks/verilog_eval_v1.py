@@ -1,0 +1,112 @@
+"""VerilogEval v1 (NVlabs/verilog-eval, branch ``release/1.0.0``): Human and Machine.
+
+Layout of a copy: ``data/VerilogEval_Human.jsonl`` (156 problems) and
+``data/VerilogEval_Machine.jsonl`` (143), one record per problem: ``task_id``, ``prompt``
+(the ``top_module`` header), ``canonical_solution`` (the body after the header) and
+``test`` (the test bench with ``reference_module``); the descriptions a model is prompted
+with are in ``descriptions/VerilogDescription_{Human,Machine}.jsonl``
+(``detail_description``).
+
+v1 was made for completion models and ships no chat prompt: the user message here is the
+description commented out line by line, then the header, after the system message and
+preamble VerilogEval v2 uses for the same code-completion task. An answer is the
+completion: the module's body after the header (a whole module is cut down to its body,
+:mod:`cvdp_gym.parsers.verilog_eval`). Graded by the ``verilog-eval-v1`` flow
+(``verilog_eval/execution.py``'s rule) on Icarus 12, which v1's README requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.data.benchmark import Benchmark, Pin
+from cvdp_gym.data.benchmarks.verilog_eval import CODE_COMPLETE, PREAMBLE, SYSTEM
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.errors import DatasetError
+from cvdp_gym.jsonl import JsonlError, iter_json
+
+HUMAN, MACHINE = "human", "machine"
+_FILES = {HUMAN: "Human", MACHINE: "Machine"}
+#: The record fields a problem needs.
+FIELDS = ("task_id", "prompt", "canonical_solution", "test")
+
+
+def build_prompt(description: str, header: str) -> str:
+    """The user message: the description as ``//`` comments, then the module header."""
+    commented = "\n".join("// " + line for line in description.strip().splitlines())
+    return PREAMBLE[CODE_COMPLETE] + commented + "\n\n" + header
+
+
+def is_record(record: Any) -> bool:
+    """A VerilogEval v1 problem record (what a ``.jsonl`` of v1 holds)."""
+    return isinstance(record, dict) and all(isinstance(record.get(k), str) for k in FIELDS)
+
+
+class VerilogEvalV1(Benchmark):
+    name = "verilog-eval-v1"
+    title = "VerilogEval v1"
+    tasks = (HUMAN, MACHINE)
+    grader = "verilog-eval-v1"
+    toolchain = "icarus12"
+    env_var = "CVDP_GYM_VERILOG_EVAL_V1"
+    pin = Pin(
+        "https://github.com/NVlabs/verilog-eval",
+        "4fa0ac4ed70ff1685114c25cd2e4c17cbba6a0c4",
+        "7952e9a72772814f599fc1051fa0b4419ad941e1b056643447d56fb38bc00950",
+        "release/1.0.0",
+    )
+
+    def holds(self, path: Path) -> bool:
+        return any((path / "data" / f"VerilogEval_{f}.jsonl").is_file() for f in _FILES.values())
+
+    def files(self, root: Path) -> list[Path]:
+        names = [f"data/VerilogEval_{f}.jsonl" for f in _FILES.values()]
+        names += [f"descriptions/VerilogDescription_{f}.jsonl" for f in _FILES.values()]
+        return [root / n for n in names if (root / n).is_file()]
+
+    def load(self, root: Path, tasks: tuple[str, ...], options: Mapping[str, str]) -> list[Problem]:
+        problems: list[Problem] = []
+        for task in self.check_tasks(tasks):
+            data = root / "data" / f"VerilogEval_{_FILES[task]}.jsonl"
+            described = root / "descriptions" / f"VerilogDescription_{_FILES[task]}.jsonl"
+            descriptions = {r["task_id"]: r.get("detail_description", "") for r in _records(described) if "task_id" in r}
+            for record in _records(data):
+                if not is_record(record):
+                    raise DatasetError(f"{data}: a record without {', '.join(FIELDS)}")
+                problems.append(self.problem(record, task, descriptions.get(record["task_id"], ""), str(data)))
+        return problems
+
+    def problem(self, record: Mapping[str, str], task: str, description: str, source: str) -> Problem:
+        """One record as a Problem (``description``: its detail description, if any)."""
+        task_id = record["task_id"]
+        target = f"{task_id}_completion.sv"
+        return Problem(
+            id=f"{self.name}.{task}.{task_id}",
+            categories=(task,),
+            agentic=False,
+            prompt=build_prompt(description or "Complete the module.", record["prompt"]),
+            context={},
+            targets=(target,),
+            harness={f"{task_id}_test.sv": record["test"], f"{task_id}_prompt.sv": record["prompt"]},
+            system_message=SYSTEM[CODE_COMPLETE],
+            reference={target: record["canonical_solution"]},
+            source=source,
+            benchmark=self.name,
+            task=task,
+            grader=self.grader,
+            toolchain=self.toolchain,
+            defect=self.defects.get(f"{task}.{task_id}"),
+            extra={"name": task_id, "header": record["prompt"]},
+        )
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file (a missing file: none; a bad line: ``DatasetError``)."""
+    if not path.is_file():
+        return []
+    try:
+        return [record for _, record in iter_json(path) if isinstance(record, dict)]
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None

@@ -1,0 +1,234 @@
+"""VerilogEval v2's flow: its ``Makefile`` commands, and ``scripts/sv-iv-analyze``'s classes.
+
+One sample is compiled and run as ``Makefile.in`` does, on Icarus 12::
+
+    iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb -o X answer.sv test.sv ref.sv  &> log
+    timeout 30 ./X  &>> log            # then "TIMEOUT" appended when it timed out
+
+and the log is classified as ``sv-iv-analyze`` classifies it, line by line, first match
+winning: ``S`` syntax error, ``e`` explicit cast needed, ``0`` zero-width constant, ``n``
+an always block without sensitivities (a *warning* it fails), ``w`` a wire assigned in a
+procedural block, ``m`` unknown module, ``c`` ``clk`` unbound, ``T`` timeout; after the
+scan ``p`` an unbound wire/reg, ``C`` any other line with "error", ``.`` (pass) only on
+``Mismatches: 0 in N samples``; otherwise ``r`` (mismatches, and the answer has ``posedge
+reset``...) or ``R``. ``official`` holds that class over the whole log; the verdict is the
+same rule over the test bench's own lines (:mod:`cvdp_gym.harness.testbench`), where
+mismatch counts come only from the test bench. Partial credit: ``tests`` counts the
+samples that matched (``1 − mismatches / samples`` of them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.results import (
+    BUILD_ERROR,
+    RESOURCE_LIMIT,
+    TEST_FAILURE,
+    TIMEOUT,
+    HarnessResult,
+    ServiceResult,
+    TestCounts,
+)
+from cvdp_gym.harness.testbench import instrument, new_secret, read_log, run_script
+from cvdp_gym.sandbox.base import Limits, Sandbox
+
+INTERFACE_ERROR = "interface_error"
+#: The simulation's own time limit (``timeout 30 ./X``).
+SIM_TIMEOUT_S = 30
+COMPILE = "iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb"
+#: ``sv-iv-analyze``'s classes and what each means.
+LABELS = {
+    "S": "syntax error",
+    "e": "an assignment needs an explicit cast",
+    "0": "a sized constant of zero width",
+    "n": "an always block with no sensitivities (a warning VerilogEval counts as a failure)",
+    "w": "a wire assigned in a procedural block",
+    "m": "an unknown module type",
+    "c": "clk cannot be bound",
+    "T": "timeout",
+    "p": "a wire/reg that cannot be bound",
+    "C": "a compile error",
+    "r": "mismatches (the answer has a reset edge in a sensitivity list)",
+    "R": "mismatches",
+    ".": "pass",
+}
+#: Each class's failure class here; ``m``/``c`` (and port errors) are interface failures.
+FAILURE_CLASSES = {
+    "S": BUILD_ERROR, "e": BUILD_ERROR, "0": BUILD_ERROR, "n": BUILD_ERROR, "w": BUILD_ERROR,
+    "m": INTERFACE_ERROR, "c": INTERFACE_ERROR, "T": TIMEOUT, "p": BUILD_ERROR, "C": BUILD_ERROR,
+    "r": TEST_FAILURE, "R": TEST_FAILURE,
+}
+_MISMATCHES = re.compile(r"^Mismatches: (\d+) in (\d+) samples$")
+_PORT_ERROR = re.compile(r"is not a port of|port .* not found|Unknown module type: TopModule")
+
+
+@dataclass
+class Analysis:
+    """One reading of a log: the class, the mismatches (and samples) the test bench reported."""
+
+    cls: str
+    mismatches: int = 0
+    samples: int | None = None
+    line: str = ""  # the line that decided a failure class (for the reason)
+
+    @property
+    def passed(self) -> bool:
+        return self.cls == "."
+
+
+def analyze(lines: Iterable[str], verilog: str, *, counts_from: Iterable[str] | None = None) -> Analysis:
+    """``sv-iv-analyze``'s class of a log's ``lines`` for the answer ``verilog``.
+
+    ``counts_from``: when given, ``Mismatches:`` lines are taken only from these (the test
+    bench's own lines), never from ``lines``; every other check reads ``lines`` as the
+    script does (an answer's own output can only make it fail those).
+    """
+    found = Analysis("?")
+    error_c = error_p = no_mismatch = False
+    first_unbound = ""
+    for line in lines:
+        if "syntax error" in line:
+            return Analysis("S", line=line)
+        if "error" in line and not error_c:
+            error_c, found.line = True, line
+        for needle, cls in _FIRST_MATCH:
+            if needle in line:
+                return Analysis(cls, line=line)
+        if "Unable to bind wire/reg" in line and not error_p:
+            error_p, first_unbound = True, line
+        if "Unable to bind wire/reg/memory `clk'" in line:
+            return Analysis("c", line=line)
+        if "TIMEOUT" in line:
+            return Analysis("T", line=line)
+        if counts_from is None:
+            no_mismatch = _count(line, found) or no_mismatch
+    for line in counts_from or ():
+        no_mismatch = _count(line, found) or no_mismatch
+    if error_p:
+        return Analysis("p", line=first_unbound)
+    if error_c:
+        return Analysis("C", line=found.line)
+    if no_mismatch:
+        return Analysis(".", found.mismatches, found.samples)
+    for text in verilog.splitlines():
+        if "posedge reset" in text or "negedge reset" in text or "posedge r)" in text:
+            return Analysis("r", found.mismatches, found.samples)
+    return Analysis("R", found.mismatches, found.samples)
+
+
+#: The checks of the scan that end it at once, in the script's order (after "syntax error"
+#: and the "error" flag, before the bind and timeout checks).
+_FIRST_MATCH = (
+    ("error: This assignment requires an explicit cast", "e"),
+    ("error: Sized numeric constant must have a size greater than zero", "0"),
+    ("warning: always_comb process has no sensitivities", "n"),
+    ("found no sensitivities so it will never trigger", "n"),
+    ("is declared here as wire", "w"),
+    ("Unknown module type", "m"),
+)
+
+
+def _count(line: str, found: Analysis) -> bool:
+    """Record a ``Mismatches: N in M samples`` line; True when N is 0."""
+    match = _MISMATCHES.match(line.rstrip("\n"))
+    if not match:
+        return False
+    mismatches, samples = int(match.group(1)), int(match.group(2))
+    found.samples = samples
+    if mismatches == 0:
+        return True
+    found.mismatches = mismatches
+    return False
+
+
+def _script(answer: str, test: str, ref: str, exe: str) -> str:
+    """The flow's commands; the test bench's copy (it holds the secret) and the compiled
+    simulation are gone before the answer runs."""
+    return (
+        f"{COMPILE} -o {exe} {answer} {test} {ref} > compile.log 2>&1\n"
+        f"rm -f {test} {ref}\n"
+        f"if [ -f {exe} ]; then\n"
+        f"  exec 3< {exe}; rm -f {exe}\n"
+        f"  cat <&3 | timeout {SIM_TIMEOUT_S} vvp /dev/stdin > sim.log 2>&1 3<&-\n"
+        "  if [ $? = 124 ]; then echo TIMEOUT > timeout.flag; fi\n"
+        "  exec 3<&-\n"
+        "else\n"
+        f"  echo \"timeout: failed to run command './{exe}': No such file or directory\" > sim.log\n"
+        "fi\n"
+    )
+
+
+class VerilogEvalV2Flow:
+    """Runs a VerilogEval v2 sample as its Makefile does and classifies it as its script does."""
+
+    name = "verilog-eval-v2"
+    logs = ("compile.log", "sim.log", "timeout.flag")
+
+    def run(
+        self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+    ) -> HarnessResult:
+        name = str(problem.extra.get("name") or problem.id)
+        target = problem.targets[0]
+        answer = files.get(target, "")
+        test, ref = f"{name}_test.sv", f"{name}_ref.sv"
+        secret = new_secret()
+        exe = f"{name}_sample01"
+        work = {target: answer, test: instrument(problem.harness.get(test, ""), secret), ref: problem.harness.get(ref, "")}
+        run = run_script(
+            sandbox, problem.toolchain, _script(target, test, ref, exe), work, self.logs, limits=limits, keep_dir=keep_dir,
+        )
+        compile_log = run.logs["compile.log"]
+        sim = read_log(run.logs["sim.log"], secret)
+        timed_out = "timeout.flag" in run.left
+        official_log = compile_log + sim.official + ("TIMEOUT\n" if timed_out else "")
+        official = analyze(official_log.splitlines(), answer)
+        trusted = analyze(official_log.splitlines(), answer, counts_from=sim.trusted)
+        return result(self.name, problem, run.outcome, trusted, official, official_log, compile_log)
+
+
+def result(
+    flow: str, problem: Problem, outcome: object, trusted: Analysis, official: Analysis, log: str, compile_log: str,
+) -> HarnessResult:
+    """The ``HarnessResult`` of a VerilogEval run: the verdict from the trusted reading."""
+    wall_s = float(getattr(outcome, "wall_s", 0.0))
+    if getattr(outcome, "timed_out", False) or getattr(outcome, "out_of_memory", False):
+        why = "the sandbox's wall-time limit" if getattr(outcome, "timed_out", False) else "the memory limit"
+        trusted = Analysis("T" if getattr(outcome, "timed_out", False) else "R", line=f"killed by {why}")
+    failure = None if trusted.passed else FAILURE_CLASSES.get(trusted.cls, TEST_FAILURE)
+    if getattr(outcome, "out_of_memory", False):
+        failure = RESOURCE_LIMIT
+    if trusted.cls == "C" and _PORT_ERROR.search(trusted.line):
+        failure = INTERFACE_ERROR
+    samples = trusted.samples or 0
+    tests = TestCounts(samples, samples - trusted.mismatches, trusted.mismatches) if samples else TestCounts(1, int(trusted.passed), int(not trusted.passed))
+    reason = _reason(trusted, log)
+    service = ServiceResult(
+        name=flow, passed=trusted.passed, failure_class=failure, reason=reason,
+        returncode=getattr(outcome, "returncode", None), tests=tests, wall_s=wall_s, log_tail=log[-4000:],
+    )
+    if compile_log.strip() and trusted.cls in FAILURE_CLASSES and FAILURE_CLASSES[trusted.cls] != TEST_FAILURE:
+        service.log_tail = compile_log[-4000:]
+    return HarnessResult(
+        problem_id=problem.id, passed=trusted.passed, failure_class=failure, reason=reason, services=[service],
+        wall_s=wall_s, official={
+            "class": official.cls, "label": LABELS.get(official.cls, "?"), "passed": official.passed,
+            "mismatches": official.mismatches, "samples": official.samples, "verdict_class": trusted.cls,
+        },
+        defect=problem.defect,
+    )
+
+
+def _reason(analysis: Analysis, log: str) -> str:
+    label = f"{analysis.cls}: {LABELS.get(analysis.cls, '?')}"
+    if analysis.cls in ("r", "R") and analysis.samples:
+        hints = [line.strip() for line in log.splitlines() if line.startswith("Hint: Output") and "has no mismatches" not in line]
+        detail = f"{analysis.mismatches} of {analysis.samples} samples mismatched"
+        return f"{label}: {detail}" + (f"; {hints[0]}" if hints else "")
+    if analysis.cls in ("r", "R"):
+        return f"{label}: the test bench reported no result"
+    return f"{label}" + (f": {analysis.line.strip()[:300]}" if analysis.line.strip() else "")

@@ -1,0 +1,113 @@
+"""VerilogEval v1's flow: ``verilog_eval/execution.py``'s commands and rule, on Icarus 12.
+
+One file, ``<task_id>.sv``, holds the test bench, the prompt (the module header) and the
+completion, in that order; then, as one shell command within 30 s::
+
+    iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb -o test.vvp <task_id>.sv; vvp -n test.vvp
+
+with standard output and standard error kept apart. The rule: "syntax error" in standard
+error fails (``failed: syntax error.``), any standard error fails (``failed: compile
+error.``: a warning too), else the first ``Mismatches: N in M samples`` of standard output
+passes when N is 0 (``passed``; ``failed: N out of M samples.``), and no such line fails
+(``failed: info string not matched.``); past 30 s it is ``timed out``. ``official`` holds
+that result over the whole output; the verdict takes the mismatch line only from the test
+bench's own lines (:mod:`cvdp_gym.harness.testbench`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.results import (
+    BUILD_ERROR,
+    TEST_FAILURE,
+    TIMEOUT,
+    HarnessResult,
+    ServiceResult,
+    TestCounts,
+)
+from cvdp_gym.harness.testbench import instrument, new_secret, read_log, run_script
+from cvdp_gym.sandbox.base import Limits, Sandbox
+
+#: ``execution.py``'s default time limit for one check.
+TIMEOUT_S = 30.0
+COMPILE = "iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb -o test.vvp"
+_MISMATCHES = re.compile(r"Mismatches: ([0-9]*) in ([0-9]*) samples")
+PASSED = "passed"
+
+
+def judge(out: str, err: str, *, timed_out: bool = False) -> tuple[str, int, int | None]:
+    """``execution.py``'s result string, the mismatches and the samples of one check."""
+    if timed_out:
+        return "timed out", 0, None
+    match = _MISMATCHES.search(out)
+    if "syntax error" in err:
+        return "failed: syntax error.", 0, None
+    if len(err) > 0:
+        return "failed: compile error.", 0, None
+    if match:
+        wrong, total = int(match.group(1) or 0), int(match.group(2) or 0)
+        if wrong == 0:
+            return PASSED, 0, total
+        return f"failed: {wrong} out of {total} samples.", wrong, total
+    return "failed: info string not matched.", 0, None
+
+
+def _script(source: str) -> str:
+    return (
+        f"{COMPILE} {source} > out.txt 2> err.txt\n"
+        f"rm -f {source}\n"
+        "if [ -f test.vvp ]; then\n"
+        "  exec 3< test.vvp; rm -f test.vvp\n"
+        "  cat <&3 | vvp -n /dev/stdin >> out.txt 2>> err.txt 3<&-\n"
+        "  exec 3<&-\n"
+        "else\n"
+        "  echo 'test.vvp: Unable to open input file.' >> err.txt\n"
+        "fi\n"
+    )
+
+
+class VerilogEvalV1Flow:
+    """Checks a VerilogEval v1 completion as ``check_correctness`` does."""
+
+    name = "verilog-eval-v1"
+
+    def run(
+        self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+    ) -> HarnessResult:
+        task_id = str(problem.extra.get("name") or problem.id)
+        completion = files.get(problem.targets[0], "")
+        test = next((t for p, t in problem.harness.items() if p.endswith("_test.sv")), "")
+        prompt = next((t for p, t in problem.harness.items() if p.endswith("_prompt.sv")), "")
+        secret = new_secret()
+        source = f"{task_id}.sv"
+        text = instrument(test, secret) + "\n" + prompt + "\n" + completion
+        run = run_script(
+            sandbox, problem.toolchain, _script(source), {source: text}, ("out.txt", "err.txt"),
+            limits=Limits(**{**limits.__dict__, "wall_s": min(limits.wall_s, TIMEOUT_S)}), keep_dir=keep_dir,
+        )
+        out = read_log(run.logs["out.txt"], secret)
+        err = run.logs["err.txt"].replace(secret, "")
+        timed_out = run.outcome.timed_out
+        official, _, _ = judge(out.official, err, timed_out=timed_out)
+        verdict, wrong, total = judge("\n".join(out.trusted), err, timed_out=timed_out)
+        passed = verdict == PASSED
+        failure = None if passed else (
+            TIMEOUT if timed_out else BUILD_ERROR if verdict.startswith(("failed: syntax", "failed: compile")) else TEST_FAILURE
+        )
+        if run.outcome.out_of_memory:
+            failure, verdict = "resource_limit", "failed: killed for exceeding the memory limit"
+        tests = TestCounts(total, total - wrong, wrong) if total else TestCounts(1, int(passed), int(not passed))
+        log = (err + out.official)[-4000:]
+        service = ServiceResult(
+            name=self.name, passed=passed, failure_class=failure, reason=verdict, returncode=run.outcome.returncode,
+            tests=tests, wall_s=run.outcome.wall_s, log_tail=log,
+        )
+        return HarnessResult(
+            problem_id=problem.id, passed=passed, failure_class=failure, reason=verdict, services=[service],
+            wall_s=run.outcome.wall_s, official={"result": official, "passed": official == PASSED, "verdict_result": verdict},
+            defect=problem.defect,
+        )

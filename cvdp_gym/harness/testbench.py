@@ -1,0 +1,229 @@
+"""What a benchmark's own test-bench flow shares: the run, and a channel answers cannot forge.
+
+VerilogEval and RTLLM grade an answer by compiling it with the benchmark's test bench and
+reading what the simulation prints (``Mismatches: 0 in 20 samples``, ``Your Design
+Passed``). The answer runs in the same simulation and can print those words too. Each flow
+(:mod:`cvdp_gym.harness.flows`) therefore reads every run twice:
+
+- the **official** reading: the whole log, by the benchmark's own rule, which an answer's
+  own ``$display`` can sway exactly as it sways the benchmark's script (the official
+  figure is computed from this, labelled);
+- the **trusted** reading: only the lines the test bench printed, which decides verdicts
+  and rewards. Before the run, every printing call of the test bench (``$display``,
+  ``$write``, ``$strobe``, ``$monitor`` and their ``$f...`` forms) gets a per-run secret
+  as its first argument (``instrument``); a line carries the secret only if the test
+  bench printed it. Stripped of the secret, the log is byte for byte the one the
+  benchmark's flow writes, so the official reading is unchanged.
+
+The secret never sits where the answer could read it while it runs: the instrumented test
+bench is deleted once compiled, the compiled simulation is deleted once opened and fed to
+``vvp`` through a pipe, and the secret is in no command line. (An answer that scans its
+own process's memory for it is out of scope, like one that patches the simulator.)
+
+``run_script`` runs a flow's shell script in the sandbox: the files written into a
+fresh ``/work`` (the working directory, writable), the simulator the problem names bound
+in (``Toolchain.binds``), no network, the sandbox's limits; it reads back the logs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
+from cvdp_gym.sandbox.paths import write_tree
+
+#: Printing system tasks whose every argument is printed, and those whose first is a file.
+_PRINTERS = frozenset(
+    f"{base}{radix}" for base in ("display", "write", "strobe", "monitor") for radix in ("", "b", "h", "o")
+)
+_FILE_PRINTERS = frozenset("f" + name for name in _PRINTERS)
+_IDENT = re.compile(r"\$([A-Za-z_][A-Za-z0-9_$]*)")
+#: Bytes of a log read back (a runaway answer's output beyond this is cut, from the middle).
+LOG_READ_BYTES = 8 << 20
+#: The working folder of a flow's run inside the sandbox.
+WORK = "/work"
+
+
+def new_secret() -> str:
+    """A fresh per-run marker: what only the test bench's lines will carry."""
+    return f"@@cvdp-{secrets.token_hex(16)}@@"
+
+
+def instrument(source: str, secret: str) -> str:
+    """``source`` with ``secret`` printed first by each of its printing system tasks.
+
+    ``$display(a, b)`` becomes ``$display("<secret>", a, b)``, ``$display;`` and
+    ``$display()`` become ``$display("<secret>")``, and ``$fdisplay(fd, a)`` becomes
+    ``$fdisplay(fd, "<secret>", a)``. A string literal that is not consumed by a format
+    prints itself, so each line prints exactly what it printed before, after the secret.
+    Comments and strings are left alone.
+    """
+    out: list[str] = []
+    i, n = 0, len(source)
+    literal = f'"{secret}"'
+    while i < n:
+        ch = source[i]
+        if source.startswith("//", i):
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            out.append(source[i:j])
+            i = j
+            continue
+        if source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(source[i:j])
+            i = j
+            continue
+        if ch == '"':
+            j = _string_end(source, i)
+            out.append(source[i:j])
+            i = j
+            continue
+        if ch == "$":
+            match = _IDENT.match(source, i)
+            if match and match.group(1) in _PRINTERS | _FILE_PRINTERS:
+                out.append(match.group(0))
+                i = match.end()
+                k = _skip_space(source, i)
+                if k < n and source[k] == "(":
+                    out.append(source[i:k + 1])
+                    i = k + 1
+                    if match.group(1) in _FILE_PRINTERS:  # after the file argument
+                        end = _argument_end(source, i)
+                        out.append(source[i:end] + f", {literal}")
+                        i = end
+                    elif _skip_space(source, i) < n and source[_skip_space(source, i)] == ")":
+                        out.append(literal)
+                    else:
+                        out.append(f"{literal}, ")
+                else:
+                    out.append(f"({literal})")
+                continue
+            if match:
+                out.append(match.group(0))
+                i = match.end()
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _string_end(text: str, i: int) -> int:
+    """The index just past the string literal opening at ``i``."""
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] in '"\n':
+            return j + 1
+        j += 1
+    return len(text)
+
+
+def _argument_end(text: str, i: int) -> int:
+    """The index of the ``,`` or ``)`` that ends the argument starting at ``i``."""
+    depth = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            i = _string_end(text, i)
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return i
+        i += 1
+    return i
+
+
+@dataclass
+class Reading:
+    """A log read both ways: ``official`` (the secret removed: the benchmark's own log) and
+    ``trusted`` (only the test bench's lines, the secret removed)."""
+
+    official: str
+    trusted: list[str]
+
+
+def read_log(text: str, secret: str) -> Reading:
+    """Split a simulation log into its official text and the test bench's own lines."""
+    trusted = [line[len(secret):].replace(secret, "") for line in text.splitlines() if line.startswith(secret)]
+    return Reading(text.replace(secret, ""), trusted)
+
+
+@dataclass
+class ScriptRun:
+    """A flow script's run: the sandbox's result and the logs it left, read back."""
+
+    outcome: SandboxResult
+    logs: dict[str, str]
+    #: Files present in the working folder afterwards (names only).
+    left: frozenset[str]
+
+
+def run_script(
+    sandbox: Sandbox,
+    simulator: str,
+    script: str,
+    files: Mapping[str, str],
+    logs: Iterable[str],
+    *,
+    limits: Limits,
+    keep_dir: Path | None = None,
+) -> ScriptRun:
+    """Run ``script`` (``/bin/sh -c``) in ``/work`` holding ``files``, with ``simulator``
+    bound in; read back the ``logs`` it wrote (bounded, never following links)."""
+    run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-tb-"))
+    try:
+        work = run_dir / "work"
+        work.mkdir()
+        write_tree(work, files)
+        mounts = [Mount(work, WORK, writable=True)]
+        mounts += [Mount(source, target) for source, target in sandbox.toolchain.binds(simulator)]
+        outcome = sandbox.run(
+            ["/bin/sh", "-c", script], mounts=mounts, scratch=run_dir / "scratch", cwd=WORK,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp"}, limits=limits,
+        )
+        texts = {name: read_bounded(work / name) for name in logs}
+        left = frozenset(p.name for p in work.iterdir())
+        if keep_dir is not None:
+            shutil.copytree(run_dir, keep_dir, dirs_exist_ok=True, symlinks=True)
+        return ScriptRun(outcome, texts, left)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def read_bounded(path: Path, limit: int = LOG_READ_BYTES) -> str:
+    """A file's text (head and tail when longer than ``limit``); "" when missing, a link or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    with open(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= limit:
+            data = handle.read()
+        else:
+            head = handle.read(limit // 2)
+            handle.seek(size - limit // 2)
+            data = head + f"\n... {size - limit} bytes cut ...\n".encode() + handle.read()
+    return data.decode("utf-8", "replace")
