@@ -12,6 +12,10 @@ A repository-context problem's reference is its golden patch applied to its repo
 checked-out files (the runner's ``RepoStore``), made when the job runs; a repository that
 cannot be found makes that job ``unsupported``, with where it was looked for.
 
+A benchmark problem (VerilogEval, RTLLM) runs its reference through the benchmark's own flow;
+the reference of a labelled defect (``Problem.defect``) may fail without counting as a
+mismatch, and :func:`cvdp_gym.consistency.findings` says where a benchmark's files disagree.
+
 A job whose harness draws at random (``harness.randomness``) runs with ``seeds`` seeds
 (``grading.seeds.seed_list``): it matches only when every run gets the expected verdict,
 and it is ``flaky`` when the runs disagree. Every result records its seed; ``seed``
@@ -82,7 +86,14 @@ class CheckOutcome:
 
     @property
     def matches(self) -> bool:
-        return all(v == self.expected for v in self.verdicts)
+        """Every run got the expected verdict; a labelled benchmark defect's reference may
+        fail (the label says why, ``Problem.defect``)."""
+        return all(v == self.expected for v in self.verdicts) or self.labelled_defect
+
+    @property
+    def labelled_defect(self) -> bool:
+        """The reference of a problem the benchmark itself gets wrong (known, labelled)."""
+        return self.name == REFERENCE and self.result.defect is not None
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,4 +1,5 @@
-"""``cvdp-gym coverage``: which problems of CVDP files this tool can score, how, and why not.
+"""``cvdp-gym coverage``: which problems of CVDP files (and of the other benchmarks) this tool
+can score, how, and why not.
 
 Contract: ``coverage(sources, ...)`` reads every line of every file and returns one
 ``CoverageRow`` per line: a problem this tool scores (``scorable``) with ``how`` it is
@@ -17,7 +18,12 @@ need a configured judge. So when the grader learns to score more, coverage repor
 without edits here.
 
 ``how`` values: ``harness`` (a cocotb harness in the sandbox), ``repo-context harness``,
-``bleu`` (BLEU/ROUGE against the reference answer), ``judge`` (an LLM judge).
+``bleu`` (BLEU/ROUGE against the reference answer), ``judge`` (an LLM judge), and for the
+other benchmarks (a source naming one, ``verilog-eval-v2``, or the path of a copy) the flow
+and the simulator it needs (``verilog-eval-v2 on icarus12``). A benchmark's known defects
+(``Problem.defect``: its own reference fails its own test bench here, its files disagree)
+are scorable, graded and counted in its official figure, and listed with their reason:
+a failure there is never the answer's.
 ``blocker`` of what cannot be scored: ``commercial EDA``, ``unsupported``, ``harness
 unreadable``, ``toolchain``, ``no repository``, ``no judge``, ``no reference answer``,
 ``malformed``.
@@ -31,6 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.data.benchmarks import (
+    BENCHMARKS,
+    detect,
+    is_benchmark_spec,
+    load_benchmark,
+    parse_spec,
+)
 from cvdp_gym.data.bundle import bundled_records
 from cvdp_gym.data.problems import (
     SCORING_BLEU,
@@ -70,6 +83,7 @@ class CoverageRow:
     reason: str = ""  # why not, in one line
     simulators: list[str] = field(default_factory=list)  # SIM of each harness service
     randomised: list[str] = field(default_factory=list)  # harness.randomness reasons
+    defect: str | None = None  # a known defect of the benchmark (Problem.defect)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,18 +95,25 @@ def coverage(
     toolchain: Toolchain,
     repos: str | Path | RepoStore | None = None,
     judge: bool = False,
+    benchmark_dir: str | Path | None = None,
 ) -> list[CoverageRow]:
-    """One row per line of every source (a JSONL file, a folder of them, or ``bundled``).
+    """One row per line of every source (a JSONL file, a folder of them, or ``bundled``), and
+    one per problem of every benchmark a source names (or is a copy of).
 
     ``toolchain``: the toolchain the harnesses would run on (its installed environments
     decide ``RUN pip install`` steps); ``repos``: the repos folder of repository-context
-    problems, or the ``RepoStore`` the runner uses (None: ``$CVDP_HEAVY_REPOS_PATH``); ``judge``: whether an LLM judge is configured. A source that cannot be read
-    at all raises ``DatasetError``.
+    problems, or the ``RepoStore`` the runner uses (None: ``$CVDP_HEAVY_REPOS_PATH``);
+    ``judge``: whether an LLM judge is configured; ``benchmark_dir``: where a named
+    benchmark's files are (else as ``data.benchmarks.locate`` finds them). A source that
+    cannot be read at all raises ``DatasetError``.
     """
     installed = installed_distributions(toolchain)
     store = repos if isinstance(repos, RepoStore) else RepoStore(repos)
     rows: list[CoverageRow] = []
-    for location, record, error in _records(sources):
+    benchmarks = [s for s in sources if is_benchmark_spec(str(s)) or detect(Path(s)) is not None]
+    for source in benchmarks:
+        rows += [_assess_flow(p, toolchain) for p in load_benchmark(source, benchmark_dir=_dir_for(source, benchmark_dir))]
+    for location, record, error in _records(s for s in sources if s not in benchmarks):
         if error is not None:
             rows.append(_malformed(location, record, error))
             continue
@@ -189,12 +210,37 @@ def _assess(
     return row
 
 
+def _dir_for(source: str | Path, benchmark_dir: str | Path | None) -> str | Path | None:
+    """``benchmark_dir`` for a named benchmark it holds (several may be covered at once)."""
+    name = parse_spec(str(source)).name
+    if benchmark_dir is None or name not in BENCHMARKS:
+        return None
+    return benchmark_dir if BENCHMARKS[name].holds(Path(benchmark_dir)) else None
+
+
+def _assess_flow(problem: Problem, toolchain: Toolchain) -> CoverageRow:
+    """A benchmark problem: scored by its flow on the simulator it names, if that is here."""
+    row = CoverageRow(
+        id=problem.id, source=problem.source, category=f"{problem.benchmark}/{problem.category or '-'}",
+        difficulty=problem.difficulty, agentic=problem.agentic, scoring=problem.scoring, scorable=True,
+        how=f"{problem.grader} on {problem.toolchain}", defect=problem.defect,
+    )
+    missing = toolchain.simulator_missing(problem.toolchain)
+    if missing:
+        row.scorable, row.blocker, row.reason = False, "toolchain", missing
+    return row
+
+
 def by_category(rows: Iterable[CoverageRow]) -> dict[str, dict[str, Any]]:
-    """Per category: problems, how many are scorable, counts by ``how`` and by ``blocker``."""
+    """Per category: problems, how many are scorable, counts by ``how`` and by ``blocker``,
+    and how many are known benchmark defects."""
     table: dict[str, dict[str, Any]] = {}
     for row in rows:
-        entry = table.setdefault(row.category, {"problems": 0, "scorable": 0, "how": Counter(), "blocked": Counter()})
+        entry = table.setdefault(
+            row.category, {"problems": 0, "scorable": 0, "how": Counter(), "blocked": Counter(), "defects": 0}
+        )
         entry["problems"] += 1
+        entry["defects"] += row.defect is not None
         if row.scorable:
             entry["scorable"] += 1
             entry["how"][row.how] += 1

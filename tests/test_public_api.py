@@ -76,8 +76,8 @@ PINNED_ALL = {
         "SandboxUnavailable", "make_sandbox",
     ],
     "cvdp_gym.toolchain": [
-        "GENERATIONS", "KINDS", "RootBuildError", "SimEnv", "Tool", "Toolchain", "default_kind", "detect",
-        "doctor_rows", "install", "toolchain_dir",
+        "CVDP_SIM", "GENERATIONS", "ICARUS12", "KINDS", "RootBuildError", "SIMULATORS", "SimEnv", "Tool", "Toolchain",
+        "default_kind", "detect", "doctor_rows", "install", "toolchain_dir",
     ],
     "rtl_trainer.backends": ["STATE_FILE", "is_saved_state", "load_tokenizer", "make_service"],
     "rtl_trainer.backends.local": [

@@ -15,6 +15,7 @@ each command lives in the module of its group, options shared by several command
 - ``report``: :mod:`cvdp_gym.cli.report` (its library logic: :mod:`cvdp_gym.report`)
 - ``serve``: :mod:`cvdp_gym.cli.serve` (its library logic: :mod:`cvdp_gym.service`)
 - ``agents``, ``agents install|check``: :mod:`cvdp_gym.cli.agents` (its library logic: :mod:`cvdp_gym.agents`)
+- ``benchmarks list|fetch|path``: :mod:`cvdp_gym.cli.benchmarks` (its library logic: :mod:`cvdp_gym.data.benchmarks`)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import typer
 
 from cvdp_gym.cli.agents import agents_check, agents_install, agents_list, agents_main
+from cvdp_gym.cli.benchmarks import benchmarks_fetch, benchmarks_list, benchmarks_path
 from cvdp_gym.cli.check import check_command
 from cvdp_gym.cli.compare import compare_command
 from cvdp_gym.cli.coverage import coverage_command
@@ -36,12 +38,14 @@ from cvdp_gym.cli.toolchain import doctor, toolchain_docker_image, toolchain_ins
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="CVDP for RL: run harnesses on the pinned simulation root or in Docker, check datasets, evaluate models.",
+    help="RTL benchmarks for RL (CVDP, VerilogEval, RTLLM): run harnesses on the pinned simulation root or in Docker, check datasets, evaluate models.",
     no_args_is_help=True,
     add_completion=False,
 )
 toolchain_app = typer.Typer(help="Install and inspect the local simulation toolchain.", no_args_is_help=True)
 app.add_typer(toolchain_app, name="toolchain")
+benchmarks_app = typer.Typer(help="The benchmarks beside CVDP (VerilogEval, RTLLM): list, fetch, path.", no_args_is_help=True)
+app.add_typer(benchmarks_app, name="benchmarks")
 agents_app = typer.Typer(help="Command-line coding agents for `eval --agent`: list, install, check.", invoke_without_command=True)
 app.add_typer(agents_app, name="agents")
 
@@ -58,6 +62,9 @@ app.command("parity")(parity_command)
 app.command("debug")(debug_command)
 app.command("report")(report_command)
 app.command("serve")(serve_command)
+benchmarks_app.command("list")(benchmarks_list)
+benchmarks_app.command("fetch")(benchmarks_fetch)
+benchmarks_app.command("path")(benchmarks_path)
 agents_app.callback()(agents_main)
 agents_app.command("list")(agents_list)
 agents_app.command("install")(agents_install)

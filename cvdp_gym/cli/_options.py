@@ -59,13 +59,16 @@ SeedsOpt = Annotated[
 
 # ---------------------------------------------------------------- which problems
 
-DatasetArg = Annotated[
-    str,
-    typer.Argument(help="'bundled', a CVDP .jsonl file (or a folder of them), or 'hf[:PATTERN]' for the Hugging Face dataset."),
-]
-DatasetOpt = Annotated[
-    str,
-    typer.Option("--dataset", help="'bundled', a CVDP .jsonl file (or a folder of them), or 'hf[:PATTERN]' for the Hugging Face dataset."),
+_DATASET_HELP = (
+    "'bundled', a CVDP .jsonl file (or a folder of them), 'hf[:PATTERN]' for the Hugging Face dataset, "
+    "or a benchmark: verilog-eval-v2[:spec-to-rtl|:code-complete-iccad2023][?shots=N&rules=1], "
+    "verilog-eval-v1[:human|:machine], rtllm-v2[?rule=open], rtllm-v1.1 (or the path of a copy of one)."
+)
+DatasetArg = Annotated[str, typer.Argument(help=_DATASET_HELP)]
+DatasetOpt = Annotated[str, typer.Option("--dataset", help=_DATASET_HELP)]
+BenchmarkDirOpt = Annotated[
+    Path | None,
+    typer.Option(help="A copy of the benchmark the dataset names (default: its environment variable, then `cvdp-gym benchmarks fetch`'s copy)."),
 ]
 IdsOpt = Annotated[list[str] | None, typer.Option("--id", help="Only these problem ids.")]
 CategoryOpt = Annotated[list[str] | None, typer.Option(help="Only these categories (cid003 or 3).")]
@@ -118,13 +121,18 @@ def executor_option(spec: str | None, workers: int) -> GradeExecutor | None:
         raise fail(f"--executor {spec}: {exc}") from None
 
 
-def load_problems(dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool) -> Dataset:
+def load_problems(
+    dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool,
+    *, benchmark_dir: Path | None = None,
+) -> Dataset:
     """The selected problems; a dataset that cannot be read is a one-line error."""
     from cvdp_gym.data import DatasetError, load_dataset
     from cvdp_gym.data.hub import HubUnavailable
 
     try:
-        data = load_dataset(dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient)
+        data = load_dataset(
+            dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient, benchmark_dir=benchmark_dir,
+        )
     except (DatasetError, HubUnavailable) as exc:
         raise fail(str(exc)) from None
     for skipped in data.skipped:

@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cvdp_gym.cli._options import (
+    BenchmarkDirOpt,
     CategoryOpt,
     DatasetArg,
     DifficultyOpt,
@@ -53,6 +54,7 @@ CLEANUP_GRACE_S = 5.0
 def check_command(
     ctx: typer.Context,
     dataset: DatasetArg = "bundled",
+    benchmark_dir: BenchmarkDirOpt = None,
     candidates: Annotated[Path | None, typer.Option(help="JSONL of extra candidates: {id, name, files, expected}.")] = None,
     with_bundled_candidates: Annotated[bool, typer.Option("--bundled-candidates/--no-bundled-candidates", help="For the bundled set, also run its known-wrong candidates.")] = True,
     ids: IdsOpt = None,
@@ -76,7 +78,7 @@ def check_command(
     from cvdp_gym.data.bundle import bundled_candidates
     from cvdp_gym.jsonl import JsonlError
 
-    data = load_problems(dataset, ids, category, difficulty, lenient)
+    data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
     extra: list = []
     if dataset == "bundled" and with_bundled_candidates:
         extra.extend(bundled_candidates())
@@ -125,14 +127,16 @@ def check_command(
     for o in outcomes:
         r = o.result
         tests = f"{r.tests.passed}/{r.tests.total}" if r.tests.total else "-"
-        style = "green" if o.matches else "red"
+        style = "yellow" if o.labelled_defect and not r.passed else "green" if o.matches else "red"
         verdict = f"[{style}]{r.verdict}[/]" + (" [yellow]flaky[/]" if o.flaky else "")
+        verdict += " (labelled defect)" if o.labelled_defect and not r.passed else ""
         seeds_shown = ", ".join(f"{v['seed']}: {v['verdict']}" for v in o.seed_verdicts) if o.flaky else ("-" if r.seed is None else str(r.seed))
         table.add_row(
             o.problem_id, o.name, verdict, o.expected, tests, escape(seeds_shown), f"{r.wall_s:.2f}", r.reason[:120]
         )
     console.print(table)
     _print_comprehension(data)
+    _print_consistency(data, outcomes)
     mismatches = [o for o in outcomes if not o.matches]
     flaky = [o for o in outcomes if o.flaky]
     refs = [o for o in outcomes if o.name == "reference"]
@@ -147,6 +151,38 @@ def check_command(
     )
     if mismatches:
         raise typer.Exit(1)
+
+
+def _print_consistency(data, outcomes: list) -> None:
+    """A benchmark's own files against each other (``cvdp_gym.consistency``), and its labelled
+    defects: found again here, or not."""
+    from cvdp_gym.consistency import findings
+
+    problems = [p for p in data.problems if p.flow is not None]
+    if not problems:
+        return
+    failed = {o.problem_id: o.result for o in outcomes if o.name == "reference" and not o.result.passed}
+    table = Table(title="benchmark defects: its own files disagree, or its own reference fails here")
+    for column in ("problem", "labelled", "found here"):
+        table.add_column(column, overflow="fold")
+    unlabelled = confirmed = 0
+    for problem in problems:
+        found = findings(problem)
+        if problem.id in failed:
+            found.append(f"its reference fails: {failed[problem.id].verdict}: {failed[problem.id].reason[:160]}")
+        if not found and not problem.defect:
+            continue
+        unlabelled += bool(found) and not problem.defect
+        confirmed += bool(found) and bool(problem.defect)
+        labelled = escape(problem.defect) if problem.defect else "[red]no[/]"
+        table.add_row(escape(problem.id), labelled, escape("; ".join(found)) if found else "[yellow]not found again[/]")
+    if table.row_count:
+        console.print(table)
+    labels = sum(p.defect is not None for p in problems)
+    console.print(
+        f"benchmark defects: {labels} labelled ({confirmed} found again here), {unlabelled} found but not labelled"
+        " (a labelled problem is graded and counted in the official figure; a failure there is never the answer's)"
+    )
 
 
 def _interval(passed: int, total: int) -> str:

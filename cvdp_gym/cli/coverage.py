@@ -17,11 +17,20 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cvdp_gym.cli._options import JsonOpt, JudgeBaseUrlOpt, ReposOpt, ToolchainOpt, console, fail
+from cvdp_gym.cli._options import (
+    BenchmarkDirOpt,
+    JsonOpt,
+    JudgeBaseUrlOpt,
+    ReposOpt,
+    ToolchainOpt,
+    console,
+    fail,
+)
 
 
 def coverage_command(
-    files: Annotated[list[str], typer.Argument(help="CVDP .jsonl files, folders of them, or 'bundled'.")],
+    files: Annotated[list[str], typer.Argument(help="CVDP .jsonl files, folders of them, 'bundled', or benchmarks (verilog-eval-v2, rtllm-v2, ...; or the path of a copy).")],
+    benchmark_dir: BenchmarkDirOpt = None,
     repos: ReposOpt = None,
     judge_base_url: JudgeBaseUrlOpt = None,
     toolchain: ToolchainOpt = None,
@@ -37,7 +46,7 @@ def coverage_command(
     except ValueError as exc:
         raise fail(str(exc)) from None
     try:
-        rows = coverage(files, toolchain=chain, repos=repos, judge=judge_base_url is not None)
+        rows = coverage(files, toolchain=chain, repos=repos, judge=judge_base_url is not None, benchmark_dir=benchmark_dir)
     except DatasetError as exc:
         raise fail(str(exc)) from None
     if json_out is not None:
@@ -82,6 +91,14 @@ def _print(rows: list, table_data: dict) -> None:
         for row in blocked:
             why.add_row(escape(row.id), row.category, row.blocker or "", escape(row.reason))
         console.print(why)
+    defects = [r for r in rows if r.defect]
+    if defects:
+        known = Table(title=f"known benchmark defects: {len(defects)} (graded and counted in the official figure; a failure is never the answer's)")
+        for column in ("problem", "defect"):
+            known.add_column(column, overflow="fold")
+        for row in defects:
+            known.add_row(escape(row.id), escape(row.defect or ""))
+        console.print(known)
     randomised = [r for r in rows if r.randomised]
     if randomised:
         console.print(f"[yellow]randomised harnesses[/] (a verdict can change from run to run; check/eval --seeds K): {len(randomised)}")

@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from cvdp_gym.cli._options import (
+    BenchmarkDirOpt,
     DatasetOpt,
     ReposOpt,
     SandboxOpt,
@@ -36,6 +37,7 @@ TAIL_CHARS = 2000
 def debug_command(
     problem_id: Annotated[str, typer.Argument(help="The problem to debug.")],
     dataset: DatasetOpt = "bundled",
+    benchmark_dir: BenchmarkDirOpt = None,
     answer: Annotated[
         Path | None,
         typer.Option(help="A response text as a model would answer (parsed as grading parses it), or a folder of workspace files."),
@@ -73,7 +75,7 @@ def debug_command(
         raise fail("give --answer or --run, not both")
     if sample is not None and run is None:
         raise fail("--sample goes with --run")
-    data = load_problems(dataset, [problem_id], None, None, False)
+    data = load_problems(dataset, [problem_id], None, None, False, benchmark_dir=benchmark_dir)
     try:
         problem = data[problem_id]
     except KeyError:

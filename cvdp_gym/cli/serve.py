@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cvdp_gym.cli._options import (
+    BenchmarkDirOpt,
     DatasetOpt,
     ExecutorOpt,
     SandboxOpt,
@@ -26,6 +27,7 @@ def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on; a non-loopback one needs --token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     dataset: DatasetOpt = "bundled",
+    benchmark_dir: BenchmarkDirOpt = None,
     sandbox: SandboxOpt = "bubblewrap",
     toolchain: ToolchainOpt = None,
     executor: ExecutorOpt = None,
@@ -59,7 +61,7 @@ def serve_command(
         raise fail("--per-client must be at least 0")
     if workers < 1 or queue < 0:
         raise fail("--workers must be at least 1 and --queue at least 0")
-    data = load_problems(dataset, None, None, None, False)
+    data = load_problems(dataset, None, None, None, False, benchmark_dir=benchmark_dir)
     grader = Grader(
         harness_runner(sandbox, toolchain, timeout),
         cache=GradeCache(cache),

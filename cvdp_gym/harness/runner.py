@@ -146,7 +146,7 @@ class HarnessRunner:
         seed = draw_seed() if seed is None else seed
         result = self._run(problem, files, workspace, limits, seed)
         result.toolchain = {**self.versions, **result.toolchain}
-        if result.services:
+        if result.services and problem.flow is None:  # a benchmark flow draws nothing at random
             result.seed = seed
         return result
 

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from cvdp_gym.cli._options import (
+    BenchmarkDirOpt,
     CategoryOpt,
     DatasetArg,
     DifficultyOpt,
@@ -51,6 +52,7 @@ from cvdp_gym.cli.eval.plans import (
 
 def eval_command(
     dataset: DatasetArg = "bundled",
+    benchmark_dir: BenchmarkDirOpt = None,
     responses: Annotated[Path | None, typer.Option(help="JSONL of answers: {id, response, sample?}.")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name sent to --base-url.")] = None,
@@ -133,7 +135,7 @@ def eval_command(
         raise fail(f"unknown --parse-route {parse_route!r}; expected one of {', '.join(ROUTES)}")
     if judge_concurrency < 1:
         raise fail("--judge-concurrency must be at least 1")
-    data = load_problems(dataset, ids, category, difficulty, lenient)
+    data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
     if any(p.scoring == "bleu" for p in data.problems) and not nltk_available():
         raise fail(f"cid006/cid008 problems are selected: {NLTK_HINT}")
     meta: dict = {"source": f"responses {responses}", "dataset": data.source, "reward": reward}

@@ -196,9 +196,34 @@ class _Rtllm(Benchmark):
         )
 
 
+#: Found by ``cvdp-gym check`` on the pinned commits (Icarus 13): designs whose own reference
+#: fails its own test bench outside VCS, or whose description disagrees with its test bench.
+_NEEDS_VCS = "needs VCS: "
+_SHARED_DEFECTS = {
+    "radix2_div": _NEEDS_VCS + "the test bench applies each input exactly at a clock edge, a race VCS resolves "
+    "one way and Icarus the other (its reference fails 3 of 8 vectors); the description also omits the res_ready port",
+}
+_V2_DEFECTS = {
+    **_SHARED_DEFECTS,
+    "ring_counter": _NEEDS_VCS + "the test bench initialises an array with {...}, which Icarus cannot elaborate, "
+    "and its two always blocks race (RTLLM issue 19)",
+    "clkgenerator": _NEEDS_VCS + "the test bench samples the clock at the instants the design toggles it, a race "
+    "(RTLLM issue 19; its reference fails 20 checks under Icarus)",
+    "freq_divbyeven": "the description names the module freq_diveven; the test bench instantiates freq_divbyeven",
+    "LFSR": "the test bench connects the ports by position as (out, clk, rst); the description lists clk, rst, out",
+    "sequence_detector": "the description names the reset reset_n; the test bench and reference use rst_n",
+}
+_V11_DEFECTS = {
+    **_SHARED_DEFECTS,
+    "div_16bit": "the test bench declares expected_result twice, which Icarus rejects (fixed in v2.0)",
+    "pe": "the reference declares c twice, which Icarus rejects (fixed in v2.0)",
+}
+
+
 class RtllmV2(_Rtllm):
     name = "rtllm-v2"
     title = "RTLLM v2.0"
+    defects: ClassVar[dict[str, str]] = _V2_DEFECTS
     pin = Pin(
         "https://github.com/hkust-zhiyao/RTLLM",
         "41b26896e33b536940116a975626455eed3de65e",
@@ -210,6 +235,7 @@ class RtllmV2(_Rtllm):
 class RtllmV11(_Rtllm):
     name = "rtllm-v1.1"
     title = "RTLLM v1.1"
+    defects: ClassVar[dict[str, str]] = _V11_DEFECTS
     env_var = "CVDP_GYM_RTLLM_V1_1"
     pin = Pin(
         "https://github.com/hkust-zhiyao/RTLLM",
