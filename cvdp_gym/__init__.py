@@ -1,8 +1,10 @@
-"""cvdp_gym: Gymnasium environments and a sandboxed harness runner for the NVIDIA CVDP benchmark.
+"""cvdp_gym: Gymnasium environments and a sandboxed grader for RTL benchmarks: the NVIDIA CVDP
+benchmark, VerilogEval v1/v2 and RTLLM v1.1/v2.0.
 
 Importing the package registers ``CVDP-SingleShot-v0``, ``CVDP-Refine-v0`` and
-``CVDP-Agentic-v0``; each also works as ``gymnasium.make("cvdp_gym:CVDP-SingleShot-v0")``
-without a prior import.
+``CVDP-Agentic-v0``, and the same three under benchmark-neutral names, ``RTL-SingleShot-v0``,
+``RTL-Refine-v0`` and ``RTL-Agentic-v0`` (any dataset works with either name); each also
+works as ``gymnasium.make("cvdp_gym:CVDP-SingleShot-v0")`` without a prior import.
 
 The names in ``__all__`` are the package's curated entry points; they load on first use
 (PEP 562), so ``import cvdp_gym`` costs only Gymnasium's registry. Everything else is
@@ -25,12 +27,19 @@ from gymnasium.envs.registration import registry as _registry
 
 __version__ = "0.1.0"
 
-#: The environments this package registers with Gymnasium, and their classes.
-ENV_IDS = ("CVDP-SingleShot-v0", "CVDP-Agentic-v0", "CVDP-Refine-v0")
+#: The environments this package registers with Gymnasium, and their classes: each under its
+#: CVDP name and a benchmark-neutral one (``RTL-...``), the same class either way.
+ENV_IDS = (
+    "CVDP-SingleShot-v0", "CVDP-Agentic-v0", "CVDP-Refine-v0", "RTL-SingleShot-v0", "RTL-Agentic-v0", "RTL-Refine-v0",
+)
 _ENTRY_POINTS = {
-    "CVDP-SingleShot-v0": "cvdp_gym.envs.single_shot:SingleShotEnv",
-    "CVDP-Agentic-v0": "cvdp_gym.envs.agentic:AgenticEnv",
-    "CVDP-Refine-v0": "cvdp_gym.envs.refine:RefineEnv",
+    f"{prefix}-{name}-v0": entry
+    for prefix in ("CVDP", "RTL")
+    for name, entry in (
+        ("SingleShot", "cvdp_gym.envs.single_shot:SingleShotEnv"),
+        ("Agentic", "cvdp_gym.envs.agentic:AgenticEnv"),
+        ("Refine", "cvdp_gym.envs.refine:RefineEnv"),
+    )
 }
 
 #: Public name -> the module that defines it (imported on first access).

@@ -123,7 +123,7 @@ PINNED_INFO = {
     "CVDP-SingleShot-v0": {
         "reset": ["messages", "problem"],
         "step": [
-            "credit", "excluded", "extraction", "failure_class", "infra_failure", "late", "log_tail", "passed",
+            "credit", "excluded", "extraction", "failure_class", "infra_failure", "late", "log_tail", "official", "passed",
             "problem", "reason", "reward", "scores", "scoring", "stages", "tests",
         ],
         "last step": [],
@@ -132,7 +132,8 @@ PINNED_INFO = {
         "reset": ["messages", "problem"],
         "step": [
             "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback",
-            "infra_failure", "late", "log_tail", "passed", "problem", "reason", "reward", "stages", "tests", "tool_messages",
+            "infra_failure", "late", "log_tail", "official", "passed", "problem", "reason", "reward", "stages", "tests",
+            "tool_messages",
         ],
         "last step": ["best_attempt", "end_reason"],
     },
@@ -144,8 +145,7 @@ PINNED_INFO = {
         ],
         "last step": [
             "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "infra_failure", "late",
-            "log_tail",
-            "passed", "patch", "reason", "reward", "stages", "tests",
+            "log_tail", "official", "passed", "patch", "reason", "reward", "stages", "tests",
         ],
     },
 }
@@ -175,7 +175,11 @@ def test_every_all_resolves():
 
 
 def test_environment_ids_are_registered():
-    assert cvdp_gym.ENV_IDS == ("CVDP-SingleShot-v0", "CVDP-Agentic-v0", "CVDP-Refine-v0")
+    assert cvdp_gym.ENV_IDS == (
+        "CVDP-SingleShot-v0", "CVDP-Agentic-v0", "CVDP-Refine-v0", "RTL-SingleShot-v0", "RTL-Agentic-v0", "RTL-Refine-v0",
+    )
+    for name in ("SingleShot", "Agentic", "Refine"):  # the neutral names are the same classes
+        assert gym.spec(f"RTL-{name}-v0").entry_point == gym.spec(f"CVDP-{name}-v0").entry_point
     for env_id in cvdp_gym.ENV_IDS:
         spec = gym.spec(env_id)
         assert spec.entry_point.startswith("cvdp_gym.envs.")

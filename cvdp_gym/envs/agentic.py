@@ -144,7 +144,7 @@ class AgenticEnv(CVDPEnvBase):
     |-----|------|------|-------------|
     | `messages` | **list[dict[str, str]]** | reset | `[{"role": "system", ...}, {"role": "user", ...}]`. |
     | `tools` | **list[dict]** | reset | `[EXECUTE_BASH_TOOL, FINISH_TOOL]` in the OpenAI function shape (:mod:`cvdp_gym.envs.tools`). |
-    | `problem` | **dict** | reset, step | id, category, difficulty, agentic, targets, context file names, has_reference, unsupported, source, scoring. |
+    | `problem` | **dict** | reset, step | id, category, difficulty, agentic, targets, context file names, has_reference, unsupported, source, scoring, benchmark, task, grader, toolchain, defect (a known defect of the benchmark: a failure there is `excluded`). |
     | `tool_format` | **str** | reset | The format the environment parses and answers in. |
     | `turn` | **int** | step | Turns taken so far (this one included). |
     | `commands_run` | **int** | step | bash commands run so far in the episode. |
@@ -162,7 +162,8 @@ class AgenticEnv(CVDPEnvBase):
     | `failure_class` | **str or None** | last step | As in `CVDP-SingleShot-v0`; `format_error` when no target file exists. |
     | `reason` | **str** | last step | One line saying why. |
     | `stages` | **dict[str, dict]** | last step | As in `CVDP-SingleShot-v0`. |
-    | `tests` | **dict[str, int]** | last step | cocotb test counts `{total, passed, failed}`. |
+    | `tests` | **dict[str, int]** | last step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
+    | `official` | **dict** | last step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
     | `extraction` | **dict** | last step | `{"method": "workspace", "missing": [target paths not in the workspace], "patch": bool}`. |
     | `log_tail` | **str** | last step | The end of the compiler or simulator output (bounded), wall-clock numbers replaced by `<t>`. |
     | `excluded` | **bool** | last step | Not the answer's fault: leave it out. |

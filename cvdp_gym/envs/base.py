@@ -104,7 +104,8 @@ class CVDPEnvBase(gym.Env[str, str]):
 
     | Parameter | Type | Default | Description |
     |-----------|------|---------|-------------|
-    | `dataset` | **str, Path, Dataset or None** | `None` | `None` or `'bundled'`: the problems this package ships; a JSONL path (or a folder of them); `'hf[:PATTERN[@REVISION]]'`: the CVDP files on the Hugging Face hub; or a loaded `Dataset` (then the three filters below are not applied). |
+    | `dataset` | **str, Path, Dataset or None** | `None` | `None` or `'bundled'`: the problems this package ships; a JSONL path (or a folder of them); `'hf[:PATTERN[@REVISION]]'`: the CVDP files on the Hugging Face hub; a benchmark (`'verilog-eval-v2:spec-to-rtl'`, `'verilog-eval-v1'`, `'rtllm-v2'`, ...; or the path of a copy of one); or a loaded `Dataset` (then the three filters below are not applied). |
+    | `benchmark_dir` | **str, Path or None** | `None` | A copy of the benchmark `dataset` names; `None`: its environment variable (`CVDP_GYM_VERILOG_EVAL`, ...), then the copy `cvdp-gym benchmarks fetch` made. |
     | `ids` | **Iterable[str] or None** | `None` | Keep only these problem ids. |
     | `categories` | **Iterable[str] or None** | `None` | Keep only these categories (`cid002`, ...). |
     | `difficulty` | **Iterable[str], str or None** | `None` | Keep only these difficulties (`easy`, `medium`, `hard`). |
@@ -131,12 +132,13 @@ class CVDPEnvBase(gym.Env[str, str]):
 
     | Key | Type | Description |
     |-----|------|-------------|
-    | `problem` | **dict** | The problem's metadata: `id`, `category`, `difficulty`, `agentic`, `targets`, `context_files`, `has_reference`, `unsupported`, `source`, `scoring`. |
+    | `problem` | **dict** | The problem's metadata: `id`, `category`, `difficulty`, `agentic`, `targets`, `context_files`, `has_reference`, `unsupported`, `source`, `scoring`, `benchmark`, `task`, `grader`, `toolchain`, `defect`. |
     | `passed` | **bool** | Every harness test passed. |
     | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `infra_error`, `toolchain_gap` (host toolchain only) or `unsupported`. |
     | `reason` | **str** | One line saying why. |
     | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run. |
-    | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}`. |
+    | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}` (VerilogEval: the test bench's samples, matched and mismatched). |
+    | `official` | **dict** | A benchmark's own verdict by its own rule over the whole log (empty for CVDP). |
     | `extraction` | **dict** | How the code was found (each environment says which keys). |
     | `log_tail` | **str** | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | Not the answer's fault (toolchain gap, unsupported; for comprehension answers, not judged or a judge error): leave it out of training and scores. |
@@ -162,6 +164,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         self,
         dataset: str | Path | Dataset | None = None,
         *,
+        benchmark_dir: str | Path | None = None,
         ids: Iterable[str] | None = None,
         categories: Iterable[str] | None = None,
         difficulty: Iterable[str] | str | None = None,
@@ -184,7 +187,9 @@ class CVDPEnvBase(gym.Env[str, str]):
         if isinstance(dataset, Dataset):
             problems = dataset.problems
         else:
-            problems = load_dataset(dataset, ids=ids, categories=categories, difficulty=difficulty).problems
+            problems = load_dataset(
+                dataset, ids=ids, categories=categories, difficulty=difficulty, benchmark_dir=benchmark_dir
+            ).problems
         self.problems: list[Problem] = [
             p for p in problems if p.agentic == self.agentic and (self.text_answers or p.scoring == SCORING_HARNESS)
         ]
@@ -231,6 +236,7 @@ class CVDPEnvBase(gym.Env[str, str]):
             "reason": result.reason,
             "stages": {s.name: {"passed": s.passed, "detail": s.detail} for s in result.stages},
             "tests": {"total": result.tests.total, "passed": result.tests.passed, "failed": result.tests.failed},
+            "official": result.official,
             "extraction": result.extraction,
             "log_tail": result.log_tail,
             "excluded": result.excluded,

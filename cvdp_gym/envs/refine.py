@@ -74,13 +74,14 @@ class RefineEnv(CVDPEnvBase):
     | Key | Type | When | Description |
     |-----|------|------|-------------|
     | `messages` | **list[dict[str, str]]** | reset | System and user chat messages, as in single-shot. |
-    | `problem` | **dict** | reset, step | id, category, difficulty, agentic, targets, context file names, has_reference, unsupported, source, scoring. |
+    | `problem` | **dict** | reset, step | id, category, difficulty, agentic, targets, context file names, has_reference, unsupported, source, scoring, benchmark, task, grader, toolchain, defect (a known defect of the benchmark: a failure there is `excluded`). |
     | `attempt` | **int** | step | Answers given so far (this one included). |
     | `passed` | **bool** | step | This attempt passed every harness test. |
     | `failure_class` | **str or None** | step | This attempt's failure class, as in `CVDP-SingleShot-v0`. |
     | `reason` | **str** | step | One line saying why. |
     | `stages` | **dict[str, dict]** | step | This attempt's stages, as in `CVDP-SingleShot-v0`. |
-    | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`. |
+    | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
+    | `official` | **dict** | step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
     | `extraction` | **dict** | step | How the code was found, as in `CVDP-SingleShot-v0`. |
     | `log_tail` | **str** | step | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | step | This verdict is not the answer's fault. |

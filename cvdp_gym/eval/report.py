@@ -3,7 +3,10 @@
 Every group (overall, each category, each difficulty) gets the same statistics, so a
 reader can see where a model's pass rate comes from and which stage its failures stop at.
 Beside them, the official CVDP report's table (:mod:`cvdp_gym.eval.official`): pass@k as
-the official tool computes it for harness categories, mean credit for comprehension ones.
+the official tool computes it for harness categories, mean credit for comprehension ones; and
+for VerilogEval and RTLLM problems, each benchmark's own report beside ours and the published
+figures (``benchmark_reports``: :mod:`cvdp_gym.eval.benchmark_reports`, rendered by
+:mod:`cvdp_gym.eval.benchmark_tables`).
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from rich.console import Console
 from rich.table import Table
 
 from cvdp_gym.data.problems import difficulty_order
-from cvdp_gym.eval import official
+from cvdp_gym.eval import benchmark_tables, official
+from cvdp_gym.eval.benchmark_reports import benchmark_reports
 from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import aggregate, pass_after_attempts, problem_counts
 from cvdp_gym.eval.run import PASSED
 
 UNKNOWN = "unknown"
+CVDP = "cvdp"
 UNBIASED_LABEL = "mean over problems of 1 − C(n−c, k)/C(n, k)"
 OFFICIAL_LABEL = "mean over problems of 1 − (1 − c/n)^k, as the official CVDP report computes it (biased)"
 
@@ -140,8 +145,13 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
         "overall": group_stats(rows, ks),
         "by_category": {c: group_stats(by_cat[c], ks) for c in sorted(by_cat)},
         "by_difficulty": {d: group_stats(by_diff[d], ks) for d in sorted(by_diff, key=difficulty_order)},
-        "official_report": official.official_report(rows, ks),
     }
+    cvdp_rows = [r for r in rows if r.get("benchmark") in (None, "", CVDP)]
+    if cvdp_rows:  # the official CVDP table is CVDP's; other benchmarks get their own below
+        report["official_report"] = official.official_report(cvdp_rows, ks)
+    benchmarks = benchmark_reports(rows, meta)
+    if benchmarks:
+        report["benchmark_reports"] = benchmarks
     if episodes:
         report["episodes"] = episodes
     return report
@@ -290,6 +300,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             "", "## The official CVDP report's table", "", f"Computed as {section['label']}.", "",
             _md_table(official.columns(section), official.rows_of(section)),
         ]
+    body += benchmark_tables.markdown_lines(report.get("benchmark_reports", {}))
     body += ["", "## Notes", "", *(f"- {n}" for n in notes(report)), ""]
     return "\n".join(head + body)
 
@@ -316,6 +327,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         for cells in rows:
             table.add_row(*cells)
         console.print(table)
+    benchmark_tables.print_sections(report.get("benchmark_reports", {}), console)
     for note in notes(report):
         console.print(f"[dim]{note}[/]")
 

@@ -9,6 +9,11 @@
   rather than the specification, so an evaluation with ``tests`` feedback is not
   comparable to the official (one-shot) one.
 
+A benchmark's own test bench (VerilogEval, RTLLM) reports no interface of its own: its
+interface errors show the compiler's messages (a port the test bench connects that the
+module lacks), and ``tests`` shows the mismatch counts and what the test bench printed
+(VerilogEval's ``Hint:`` lines: which outputs mismatched and when first).
+
 Every part is bounded; the whole text is at most ``max_chars`` characters.
 """
 
@@ -46,7 +51,7 @@ def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEE
     if result.failure_class == BUILD_ERROR:
         lines += ["Compiler messages:", *compiler_lines(result)]
     elif result.failure_class == INTERFACE_ERROR and level >= 1:
-        lines += interface_lines(result, problem)
+        lines += compiler_lines(result) if problem.flow is not None else interface_lines(result, problem)
     elif result.failure_class in (TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT) and result.syntax_ok and level >= 1:
         lines.append("The module's interface matches what the tests expect.")
         if level >= 2:
@@ -104,8 +109,13 @@ def interface_lines(result: GradeResult, problem: Problem) -> list[str]:
 
 
 def test_lines(result: GradeResult) -> list[str]:
-    """Test counts, and each failing test with its assertion message (bounded)."""
+    """Test counts, and each failing test with its assertion message (bounded); for a
+    benchmark's own test bench, the mismatches and its ``Hint:`` lines."""
     tests = result.tests
+    if result.official:
+        hints = [line.strip() for line in result.log_tail.splitlines() if line.startswith("Hint:")]
+        counts = f"{tests.failed} of {tests.total} samples mismatched." if tests.total > 1 else result.reason[:300]
+        return [counts, *(h[:300] for h in hints[:MAX_FAILED_TESTS] if "has no mismatches" not in h)]
     lines = [f"{tests.failed} of {tests.total} tests failed." if tests.total else f"The tests failed: {result.reason}"]
     for failure in result.failures[:MAX_FAILED_TESTS]:
         message = failure.get("message", "").strip().splitlines()

@@ -117,8 +117,18 @@ def instrument(source: str, secret: str) -> str:
 
 
 def _skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
+    """The index of the next token at or after ``i`` (white space and comments skipped)."""
+    while i < len(text):
+        if text[i] in " \t\r\n":
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = len(text) if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = len(text) if j < 0 else j + 2
+        else:
+            break
     return i
 
 
@@ -142,6 +152,9 @@ def _argument_end(text: str, i: int) -> int:
         ch = text[i]
         if ch == '"':
             i = _string_end(text, i)
+            continue
+        if text.startswith(("//", "/*"), i):
+            i = _skip_space(text, i)
             continue
         if ch in "([{":
             depth += 1

@@ -5,6 +5,10 @@ answers as the official runner's golden-mode input (``answers.official_datasets`
 user's clone of NVlabs/cvdp_benchmark on it with Docker (``official.run_official``, images
 mapped by ``official.OfficialImages``), reads its verdicts, and pairs them
 (``compare.ParityRow``). Failures of the machine are reported apart, never as verdicts.
+
+VerilogEval v2/v1 and RTLLM: ``benchmarks.run_benchmark_parity`` runs the benchmark's own
+scripts from a user's clone (in the sandbox) and our flows on the same answers (the
+references, seeded ``mutants``, or a file), one ``compare.BenchmarkRow`` each.
 """
 
 from __future__ import annotations

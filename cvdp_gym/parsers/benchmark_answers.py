@@ -23,7 +23,11 @@ __all__ = ["NO_CODE", "extract_answer"]
 
 #: ``Extraction.method`` of a benchmark answer with no code in it.
 NO_CODE = "none"
-_CODE = re.compile(r"\b(module|endmodule|assign|always\w*)\b")
+#: Verilog-shaped text: a module header, endmodule, an assignment or an always block (prose
+#: that merely names "the module" is not code).
+_CODE = re.compile(
+    r"\bendmodule\b|\bmodule\s+\w+\s*[#(;]|\bassign\s+[\w{][\w\[\]{}.,:\s]*=|\balways\w*\s*@|\balways_(comb|latch)\b"
+)
 
 
 def extract_answer(problem: Problem, response: str) -> Extraction:

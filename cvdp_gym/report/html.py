@@ -1,5 +1,7 @@
 """``index.html``: one section per eval run, with its figures under ``images/`` and its
 problem and transcript pages under ``run<N>/``. Static: no script, no network, relative links.
+Under the overview table, each VerilogEval or RTLLM run's benchmark figures: the same tables
+and notes as report.md (:mod:`cvdp_gym.eval.benchmark_tables`).
 """
 
 from __future__ import annotations
@@ -8,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.eval.benchmark_reports import benchmark_reports
+from cvdp_gym.eval.benchmark_tables import section_notes, section_tables
 from cvdp_gym.eval.run import RESULTS
 from cvdp_gym.report.pages import (
     esc,
@@ -214,6 +218,18 @@ def _run_section(run: RunStats, summary: dict[str, Any], number: int, out: Path)
     return "\n".join(parts)
 
 
+def _benchmark_figures(run: RunStats, number: int) -> str:
+    """The run's benchmark sections (none for a CVDP run), as report.md shows them."""
+    parts = []
+    for section in benchmark_reports(run.rows, run.meta).values():
+        parts.append(f'<h3 id="run-{number}-{esc(safe_name(section["benchmark"] + "-" + section["task"]))}">'
+                     f"Run {number}: {esc(section['title'])}, the benchmark's own report</h3>")
+        for title, columns, rows in section_tables(section):
+            parts += [f"<h4>{esc(title)}</h4>", table(columns, [[esc(c) for c in cells] for cells in rows])]
+        parts.append('<ul class="muted">' + "".join(f"<li>{esc(note)}</li>" for note in section_notes(section)) + "</ul>")
+    return "\n".join(parts)
+
+
 def write_html_report(run_dirs: list[str | Path], out: str | Path) -> Path:
     """Write ``index.html``, ``images/`` and the detail pages for ``run_dirs`` into ``out``;
     the index's path. A run folder that cannot be read is a ``RunDirError`` before anything is written."""
@@ -233,6 +249,7 @@ def write_html_report(run_dirs: list[str | Path], out: str | Path) -> Path:
         "<h1>cvdp-gym evaluation report</h1>",
         f'<p class="muted">written {esc(time.strftime("%Y-%m-%d %H:%M:%S"))}; static page, no scripts</p>',
         table(["run", "source", "folder", "problems", "samples", "pass@1 [95% CI]"], overview),
+        *(_benchmark_figures(run, number) for number, run in enumerate(runs, 1)),
         *sections,
     ]
     index = out / INDEX

@@ -52,6 +52,7 @@ def make_env_factory(
         return gym.make(
             config.env,
             dataset=config.dataset,
+            benchmark_dir=config.benchmark_dir,
             ids=config.ids,
             categories=config.categories,
             difficulty=config.difficulty,

@@ -16,7 +16,7 @@ from cvdp_gym.data.benchmark import Benchmark, BenchmarkSpec, Pin, parse_spec
 from cvdp_gym.data.benchmarks.rtllm import RtllmV2, RtllmV11, design_folders
 from cvdp_gym.data.benchmarks.sources import checksum, fetch, locate
 from cvdp_gym.data.benchmarks.verilog_eval import VerilogEvalV2
-from cvdp_gym.data.benchmarks.verilog_eval_v1 import VerilogEvalV1, is_record
+from cvdp_gym.data.benchmarks.verilog_eval_v1 import VerilogEvalV1, descriptions_in, is_record
 from cvdp_gym.data.problems import Dataset, Problem
 from cvdp_gym.errors import DatasetError
 from cvdp_gym.jsonl import JsonlError, iter_json
@@ -137,7 +137,10 @@ def _v1_file(bench: Benchmark, path: Path, task: str) -> list[Problem]:
     bad = next((i for i, r in enumerate(records, 1) if not is_record(r)), None)
     if bad is not None:
         raise DatasetError(f"{path}:{bad}: not a VerilogEval v1 record (task_id, prompt, canonical_solution, test)")
-    return [bench.problem(r, task, "", str(path)) for r in records]
+    label = "Machine" if task == "machine" else "Human"
+    described = path.parent.parent / "descriptions" / f"VerilogDescription_{label}.jsonl"
+    descriptions = descriptions_in(described)
+    return [bench.problem(r, task, descriptions.get(r["task_id"], ""), str(path)) for r in records]
 
 
 def _filtered(

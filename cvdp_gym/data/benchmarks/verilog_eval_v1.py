@@ -71,7 +71,7 @@ class VerilogEvalV1(Benchmark):
         for task in self.check_tasks(tasks):
             data = root / "data" / f"VerilogEval_{_FILES[task]}.jsonl"
             described = root / "descriptions" / f"VerilogDescription_{_FILES[task]}.jsonl"
-            descriptions = {r["task_id"]: r.get("detail_description", "") for r in _records(described) if "task_id" in r}
+            descriptions = descriptions_in(described)
             for record in _records(data):
                 if not is_record(record):
                     raise DatasetError(f"{data}: a record without {', '.join(FIELDS)}")
@@ -100,6 +100,11 @@ class VerilogEvalV1(Benchmark):
             defect=self.defects.get(f"{task}.{task_id}"),
             extra={"name": task_id, "header": record["prompt"]},
         )
+
+
+def descriptions_in(path: Path) -> dict[str, str]:
+    """task_id -> detail_description of a ``VerilogDescription_*.jsonl`` (a missing file: none)."""
+    return {r["task_id"]: r.get("detail_description", "") for r in _records(path) if "task_id" in r}
 
 
 def _records(path: Path) -> list[dict[str, Any]]:

@@ -184,7 +184,9 @@ class VerilogEvalV2Flow:
         )
         compile_log = run.logs["compile.log"]
         sim = read_log(run.logs["sim.log"], secret)
-        timed_out = "timeout.flag" in run.left
+        # A run the sandbox cut short never reached the flow's own `timeout 30`, which would have
+        # ended it the same way (TIMEOUT).
+        timed_out = "timeout.flag" in run.left or run.outcome.timed_out
         official_log = compile_log + sim.official + ("TIMEOUT\n" if timed_out else "")
         official = analyze(official_log.splitlines(), answer)
         trusted = analyze(official_log.splitlines(), answer, counts_from=sim.trusted)

@@ -106,6 +106,7 @@ def test_the_app_has_every_command_group():
         "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug", "report", "serve",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
+        "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path",
     }
 
 
@@ -125,9 +126,10 @@ def test_help_lists_every_option(words):
 # report's --out is the HTML report's folder (compare's holds compare.json and compare.md);
 # parity's --dataset takes fewer kinds than debug's;
 # `toolchain install --toolchain` says what gets built (and defaults to root);
-# serve's --cache defaults to the user cache (every request shares it), eval's to none.
+# serve's --cache defaults to the user cache (every request shares it), eval's to none;
+# `benchmarks fetch --force` fetches a benchmark's files again.
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
-             ("toolchain install", "--toolchain"), ("serve", "--cache")}
+             ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force")}
 
 
 def test_an_option_several_commands_take_says_the_same_everywhere():

@@ -1,0 +1,81 @@
+"""Published VerilogEval and RTLLM figures, to print beside a run's own (``cvdp_gym/data/published.json``).
+
+Contract: :func:`published` returns the entries for one benchmark, task and metric, each a dict
+``{benchmark, task, model, metric, value, settings, source, ...}`` with ``value`` a percentage as
+published, ``settings`` the text that says how the figure was produced (samples, temperature,
+prompt, simulator, denominator) and ``source`` ``{title, arxiv, url, where, ...}`` saying where it
+was read. The file stores each settings text and source once, by key; they are resolved here, and
+the whole file is checked on first load (a malformed entry is a ``ConfigError`` naming it), so a
+figure is never shown without what it means and where it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.errors import ConfigError
+
+__all__ = ["BENCHMARKS", "PUBLISHED_FILE", "published"]
+
+PUBLISHED_FILE = Path(__file__).resolve().parent.parent / "data" / "published.json"
+#: The benchmarks an entry may name (``Problem.benchmark``), with their tasks.
+BENCHMARKS = {
+    "verilog-eval-v2": ("spec-to-rtl", "code-complete-iccad2023"),
+    "verilog-eval-v1": ("human", "machine"),
+    "rtllm-v2": ("",),
+    "rtllm-v1.1": ("",),
+}
+_METRIC = re.compile(r"^pass@[1-9]\d*$")
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _check(entry: Any, settings: dict[str, Any], sources: dict[str, Any], where: str) -> dict[str, Any]:
+    """The entry with its settings and source resolved; ``ConfigError`` naming what is wrong."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: not an object")
+    problems = []
+    if entry.get("task") not in BENCHMARKS.get(entry.get("benchmark"), ()):
+        problems.append(f"benchmark/task {entry.get('benchmark')!r}/{entry.get('task')!r}")
+    if not _text(entry.get("model")):
+        problems.append("model")
+    if not isinstance(entry.get("metric"), str) or not _METRIC.match(entry["metric"]):
+        problems.append("metric")
+    value = entry.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        problems.append("value (a percentage)")
+    setting, source = settings.get(entry.get("settings")), sources.get(entry.get("source"))
+    if not _text(setting):
+        problems.append("settings")
+    if not isinstance(source, dict) or not _text(source.get("title")) or not _text(source.get("where")) or not (
+        _text(source.get("arxiv")) or _text(source.get("url"))
+    ):
+        problems.append("source (title, where, arxiv or url)")
+    if problems:
+        raise ConfigError(f"{where}: bad {', '.join(problems)}")
+    return {**entry, "settings": setting, "source": dict(source)}
+
+
+@cache
+def _entries(path: Path = PUBLISHED_FILE) -> tuple[dict[str, Any], ...]:
+    """Every entry of the file, checked and resolved (read once)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read the published figures: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise ConfigError(f"{path}: no entries list")
+    settings, sources = doc.get("settings") or {}, doc.get("sources") or {}
+    return tuple(_check(e, settings, sources, f"{path}: entry {i}") for i, e in enumerate(doc["entries"]))
+
+
+def published(benchmark: str, task: str = "", metric: str = "pass@1", *, path: Path = PUBLISHED_FILE) -> list[dict[str, Any]]:
+    """The published entries for ``benchmark``/``task`` and ``metric`` (copies, highest value first)."""
+    found = [e for e in _entries(path) if (e["benchmark"], e["task"], e["metric"]) == (benchmark, task or "", metric)]
+    return [{**e, "source": dict(e["source"])} for e in sorted(found, key=lambda e: (-e["value"], e["model"]))]

@@ -1,0 +1,376 @@
+"""Deterministic wrong answers made from a reference design's text, each naming its kind.
+
+Contract: ``mutate(text, kind, seed=..., key=..., top=..., header=...)`` returns the text with
+one defect of ``kind`` (``KINDS``), or None where the kind does not apply (no ``if`` to
+invert, no reset, no module header to rename...). The same arguments always give the same
+text: every choice is drawn from a ``random.Random`` seeded with ``(seed, key, kind)``.
+Comments and string literals are never edited. ``problem_mutants(problem, count, ...)``
+gives up to ``count`` mutants of a problem's reference (kinds in a per-problem seeded
+order, never a text equal to the reference or to an earlier mutant), plus the zero-delay
+loop where asked; ``benchmark_mutants`` picks, for a whole benchmark, the few problems that
+also get that loop (each costs the official 30 s limit). A mutant may still be a correct
+design: parity compares verdicts, it does not assume them.
+
+``header``: text the answer is appended to (VerilogEval v1's completion follows the
+prompt's module header), read only to find the ports; ``top``: the module the test bench
+instantiates (renamed by ``module-renamed``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from cvdp_gym.data.problems import Problem
+
+__all__ = ["HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants"]
+
+#: The zero-delay infinite loop: the answer hangs until the flow's time limit.
+HANG = "zero-delay-loop"
+KINDS = (
+    "and-or",
+    "plus-minus",
+    "eq-ne",
+    "lt-ge",
+    "not-removed",
+    "bit-flip",
+    "digit",
+    "if-inverted",
+    "reset-polarity",
+    "no-semicolon",
+    "no-endmodule",
+    "port-renamed",
+    "module-renamed",
+    "always-comb-no-inputs",
+    "wire-in-always",
+    "output-x",
+    HANG,
+)
+#: What a mutant adds to a name or a design (recognisable in logs).
+SUFFIX = "_cvdp_mutant"
+Edit = tuple[int, int, str]  # replace text[start:end] by the string
+
+
+@dataclass(frozen=True)
+class Mutant:
+    kind: str
+    text: str
+
+
+def _code_mask(text: str) -> list[bool]:
+    """Per character: True where it is code (not a comment, a string or a directive line)."""
+    mask = [True] * len(text)
+    i, n = 0, len(text)
+    at_line_start = True
+    while i < n:
+        if at_line_start and text[i:].lstrip(" \t").startswith("`"):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            mask[i:end] = [False] * (end - i)
+            i = end
+            continue
+        at_line_start = False
+        two = text[i:i + 2]
+        if two in ("//", "/*") or text[i] == '"':
+            if two == "//":
+                end = text.find("\n", i)
+                end = n if end < 0 else end
+            elif two == "/*":
+                end = text.find("*/", i + 2)
+                end = n if end < 0 else end + 2
+            else:
+                end = i + 1
+                while end < n and text[end] not in '"\n':
+                    end += 2 if text[end] == "\\" else 1
+                end = min(n, end + 1)
+            mask[i:end] = [False] * (end - i)
+            i = end
+            continue
+        at_line_start = text[i] == "\n"
+        i += 1
+    return mask
+
+
+def _sites(text: str, mask: list[bool], pattern: str, flags: int = 0) -> list[re.Match[str]]:
+    return [m for m in re.finditer(pattern, text, flags) if mask[m.start()] and mask[m.end() - 1]]
+
+
+def _swap(text: str, mask: list[bool], pairs: Iterable[tuple[str, str, str]]) -> list[Edit]:
+    """``(pattern, replacement-when-matched-a, replacement-when-matched-b)`` sites."""
+    edits: list[Edit] = []
+    for pattern, a_to, b_to in pairs:
+        for m in _sites(text, mask, pattern):
+            edits.append((m.start(), m.end(), a_to if m.group(0).strip() != a_to.strip() else b_to))
+    return edits
+
+
+def _balanced_end(text: str, open_at: int) -> int | None:
+    """The index of the ``)`` matching the ``(`` at ``open_at``."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+_HEADER = re.compile(r"\bmodule\s+([A-Za-z_]\w*)\s*(#\s*\()?")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_DIRECTIONS = ("input", "output", "inout")
+_DECL_WORDS = frozenset(
+    ("input", "output", "inout", "wire", "reg", "logic", "signed", "unsigned", "var", "integer", "bit", "tri")
+)
+
+
+def _header_ports(text: str) -> list[tuple[str, str]]:
+    """``(direction, name)`` of the first module header's ports (and body ``output x;`` lines)."""
+    mask = _code_mask(text)
+    match = next((m for m in _HEADER.finditer(text) if mask[m.start()]), None)
+    if match is None:
+        return []
+    at = match.end()
+    if match.group(2):  # #( parameters )
+        end = _balanced_end(text, at - 1)
+        if end is None:
+            return []
+        at = end + 1
+    opening = text.find("(", at)
+    close = _balanced_end(text, opening) if opening >= 0 else None
+    ports: list[tuple[str, str]] = []
+    if close is not None:
+        direction = ""
+        for piece in re.sub(r"\[[^\]]*\]", " ", text[opening + 1:close]).split(","):
+            words = _IDENT.findall(piece.split("=")[0])
+            found = next((w for w in words if w in _DIRECTIONS), None)
+            direction = found or direction
+            names = [w for w in words if w not in _DECL_WORDS]
+            if names:
+                ports.append((direction, names[-1]))
+    for m in _sites(text, mask, r"\b(input|output|inout)\b([^;()]*);"):
+        for piece in re.sub(r"\[[^\]]*\]", " ", m.group(2)).split(","):
+            names = [w for w in _IDENT.findall(piece) if w not in _DECL_WORDS]
+            if names and names[-1] not in {p for _, p in ports}:
+                ports.append((m.group(1), names[-1]))
+    return [(d or "input", p) for d, p in ports]
+
+
+def _before_last_endmodule(text: str, mask: list[bool], snippet: str) -> list[Edit]:
+    ends = _sites(text, mask, r"\bendmodule\b")
+    return [(ends[-1].start(), ends[-1].start(), snippet)] if ends else []
+
+
+def _and_or(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    single = _swap(text, mask, [(r"(?<![&|~^])[&|](?![&|=])", "|", "&")])
+    return single or _swap(text, mask, [(r"&&|\|\|", "||", "&&")])
+
+
+def _plus_minus(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return _swap(text, mask, [(r"(?<![+\-])[+\-](?![+\-=:>])", "-", "+")])
+
+
+def _eq_ne(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return _swap(text, mask, [(r"(?<![=!<>])==(?!=)|(?<![=!])!=(?!=)", "!=", "==")])
+
+
+def _lt_ge(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return _swap(text, mask, [(r"(?<![<>=])<(?![<=])|(?<![<>=])>=(?!=)", ">=", "<")])
+
+
+def _not_removed(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return [(m.start(), m.end(), "") for m in _sites(text, mask, r"~")]
+
+
+def _bit_flip(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return _swap(text, mask, [(r"\b1'b[01]\b", "1'b1", "1'b0")])
+
+
+def _digit(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    edits: list[Edit] = []
+    for m in _sites(text, mask, r"(?<![\w'$.])\d+(?![\w'.])|(?<=')[sS]?[dDhH][0-9_]*\d"):
+        last = m.end() - 1
+        edits.append((last, last + 1, str((int(text[last]) + 1) % 10)))
+    return edits
+
+
+def _if_inverted(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    edits: list[Edit] = []
+    for m in _sites(text, mask, r"\bif\s*\("):
+        close = _balanced_end(text, m.end() - 1)
+        if close is not None:
+            edits.append((m.end(), close, f"!({text[m.end():close]})"))
+    return edits
+
+
+#: A reset's name: ``reset``, ``areset``, ``rst_n``, ``i_rst``... (not ``first`` or ``burst``).
+_RESET = re.compile(r"\b(?:\w*_)?[as]?(?:rst|reset)\w*\b", re.I)
+
+
+def _reset_polarity(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """Every edge and test of one reset, inverted together (one edit spanning them all)."""
+    names = sorted({m.group(0) for m in _sites(text, mask, _RESET.pattern, re.I)})
+    choices: list[Edit] = []
+    for name in names:
+        pattern = (rf"\b(posedge|negedge)\s+{name}\b|\bif\s*\(\s*(!|~)?\s*{name}\s*\)")
+        found = _sites(text, mask, pattern)
+        if not found:
+            continue
+        out, last = [], found[0].start()
+        for m in found:
+            out.append(text[last:m.start()])
+            if m.group(1):
+                out.append(("negedge" if m.group(1) == "posedge" else "posedge") + f" {name}")
+            else:
+                out.append(f"if ({name})" if m.group(2) else f"if (!{name})")
+            last = m.end()
+        choices.append((found[0].start(), found[-1].end(), "".join(out)))
+    return choices
+
+
+def _no_semicolon(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return [(m.start(), m.end(), "") for m in _sites(text, mask, r";")]
+
+
+def _no_endmodule(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    ends = _sites(text, mask, r"\bendmodule\b")
+    return [(ends[-1].start(), ends[-1].end(), "")] if ends else []
+
+
+def _port_renamed(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """One port renamed everywhere in the answer (its header too, where the answer has one)."""
+    choices: list[Edit] = []
+    for _, port in ctx.ports:
+        found = _sites(text, mask, rf"(?<![.\w$]){re.escape(port)}\b")
+        if found:
+            out, last = [], found[0].start()
+            for m in found:
+                out += [text[last:m.start()], port + SUFFIX]
+                last = m.end()
+            choices.append((found[0].start(), found[-1].end(), "".join(out)))
+    return choices
+
+
+def _module_renamed(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    headers = [m for m in _sites(text, mask, r"\bmodule\s+([A-Za-z_]\w*)")]
+    chosen = [m for m in headers if m.group(1) == ctx.top] if ctx.top else headers[:1]
+    return [(m.start(1), m.end(1), m.group(1) + SUFFIX) for m in chosen]
+
+
+def _always_comb_no_inputs(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    name = "unused" + SUFFIX
+    return _before_last_endmodule(text, mask, f"\n  logic {name};\n  always_comb {name} = 1'b0;\n")
+
+
+def _wire_in_always(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """A ``reg``/``logic`` declaration made a ``wire`` (its procedural assignments then assign
+    a wire), else a new wire assigned in an always block."""
+    found = [(m.start(), m.end(), "wire") for m in _sites(text, mask, r"(?<!input )(?<!input\t)\b(reg|logic)\b")]
+    name = "wire" + SUFFIX
+    snippet = f"\n  wire {name};\n  always @(posedge {name}) {name} = 1'b0;\n"
+    return found or _before_last_endmodule(text, mask, snippet)
+
+
+def _output_x(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """Every assignment of one output (continuous or procedural) made ``'x``."""
+    choices: list[Edit] = []
+    for direction, port in ctx.ports:
+        if direction != "output":
+            continue
+        pattern = rf"(?<![.\w$]){re.escape(port)}\s*(<=|=)(?!=)([^;]*);"
+        found = [m for m in _sites(text, mask, pattern) if m.group(2).count("(") == m.group(2).count(")")]
+        if found:
+            out, last = [], found[0].start()
+            for m in found:
+                out += [text[last:m.start(2)], " 'x", ";"]
+                last = m.end()
+            choices.append((found[0].start(), found[-1].end(), "".join(out)))
+    return choices
+
+
+def _hang(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    return _before_last_endmodule(text, mask, "\n  initial forever begin end\n")
+
+
+@dataclass(frozen=True)
+class _Context:
+    top: str | None
+    ports: list[tuple[str, str]]
+
+
+_MAKERS: dict[str, Callable[[str, list[bool], _Context], list[Edit]]] = {
+    "and-or": _and_or,
+    "plus-minus": _plus_minus,
+    "eq-ne": _eq_ne,
+    "lt-ge": _lt_ge,
+    "not-removed": _not_removed,
+    "bit-flip": _bit_flip,
+    "digit": _digit,
+    "if-inverted": _if_inverted,
+    "reset-polarity": _reset_polarity,
+    "no-semicolon": _no_semicolon,
+    "no-endmodule": _no_endmodule,
+    "port-renamed": _port_renamed,
+    "module-renamed": _module_renamed,
+    "always-comb-no-inputs": _always_comb_no_inputs,
+    "wire-in-always": _wire_in_always,
+    "output-x": _output_x,
+    HANG: _hang,
+}
+
+
+def _rng(seed: int, *parts: str) -> random.Random:
+    return random.Random(":".join([str(seed), *parts]))
+
+
+def mutate(text: str, kind: str, *, seed: int = 0, key: str = "", top: str | None = None, header: str = "") -> str | None:
+    """``text`` with one defect of ``kind``, or None where it does not apply (see the module doc)."""
+    if kind not in _MAKERS:
+        raise ValueError(f"unknown mutant kind {kind!r} (known: {', '.join(KINDS)})")
+    ports = _header_ports(header + "\n" + text) if header else _header_ports(text)
+    edits = _MAKERS[kind](text, _code_mask(text), _Context(top, ports))
+    if not edits:
+        return None
+    start, end, new = _rng(seed, key, kind).choice(edits)
+    mutated = text[:start] + new + text[end:]
+    return None if mutated == text else mutated
+
+
+def _answer_context(problem: Problem) -> tuple[str, str | None, str]:
+    """(the reference answer's text, the top module, the header it follows) for a problem."""
+    target = problem.targets[0] if problem.targets else ""
+    text = (problem.reference or {}).get(target, "")
+    top = problem.extra.get("module") or ("TopModule" if problem.benchmark == "verilog-eval-v2" else None)
+    return text, (str(top) if top else None), str(problem.extra.get("header") or "")
+
+
+def problem_mutants(problem: Problem, count: int, *, seed: int = 0, hang: bool = False) -> list[Mutant]:
+    """Up to ``count`` mutants of ``problem``'s reference, distinct kinds (plus the loop if ``hang``)."""
+    text, top, header = _answer_context(problem)
+    if not text:
+        return []
+    kinds = [k for k in KINDS if k != HANG]
+    _rng(seed, problem.id, "order").shuffle(kinds)
+    seen = {text}
+    out: list[Mutant] = []
+    for kind in [*kinds, *([HANG] if hang else [])]:
+        if len(out) >= count and kind != HANG:
+            continue
+        mutated = mutate(text, kind, seed=seed, key=problem.id, top=top, header=header)
+        if mutated is not None and mutated not in seen:
+            seen.add(mutated)
+            out.append(Mutant(kind, mutated))
+    return out
+
+
+def benchmark_mutants(
+    problems: Iterable[Problem], count: int, *, seed: int = 0, hangs: int = 3,
+) -> list[tuple[Problem, Mutant]]:
+    """``count`` mutants per problem, and the zero-delay loop for ``hangs`` problems in all
+    (chosen by the seed: each costs the official flow's whole time limit)."""
+    chosen = list(problems)
+    hanging = set(sorted((p.id for p in chosen), key=lambda pid: _rng(seed, pid, HANG).random())[:max(0, hangs)])
+    return [(p, m) for p in chosen for m in problem_mutants(p, count, seed=seed, hang=p.id in hanging)]
