@@ -24,6 +24,7 @@ A dataset spec names a benchmark, optionally a task and prompt options:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,10 @@ from urllib.parse import parse_qsl
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import DatasetError
 
-__all__ = ["Benchmark", "BenchmarkSpec", "Pin", "parse_spec"]
+__all__ = ["Benchmark", "BenchmarkSpec", "Pin", "agentic_variant", "flag", "parse_spec"]
+
+#: Where an agentic episode finds a benchmark problem's text, and the folder of its answer.
+SPEC_FILE, RTL_DIR = "docs/specification.md", "rtl"
 
 
 @dataclass(frozen=True)
@@ -129,3 +133,31 @@ def parse_spec(text: str) -> BenchmarkSpec:
     name, _, tasks = head.partition(":")
     options = dict(parse_qsl(query, keep_blank_values=True)) if query else {}
     return BenchmarkSpec(name.strip(), tuple(t.strip() for t in tasks.split(",") if t.strip()), options)
+
+
+def flag(options: Mapping[str, str], name: str) -> bool:
+    """A yes/no option: ``1``/``true``/``yes``/``on`` or given bare (``?rules``), else ``0``..."""
+    value = options.get(name, "0").strip().lower()
+    if value in ("", "1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise DatasetError(f"option {name}={value!r}: expected 0 or 1")
+
+
+def agentic_variant(problem: Problem, description: str, *, start: str | None = None) -> Problem:
+    """``problem`` as an agentic episode (``?agentic=1``): the benchmark's own description in
+    ``docs/specification.md`` and in the prompt, the answer's file under ``rtl/`` (``start``: the
+    text it begins with, a code-completion's interface), graded by the same flow. The prompt is
+    the description and where to write the design, not the single-shot wrapping (``[BEGIN]``...)."""
+    target = problem.targets[0]
+    inside = f"{RTL_DIR}/{target}"
+    context = {SPEC_FILE: description} | ({inside: start} if start is not None else {})
+    prompt = (
+        f"{description.rstrip()}\n\nImplement this in `{inside}` (the specification is also in `{SPEC_FILE}`). "
+        "Compile and test your design in the workspace before you finish."
+    )
+    reference = {inside: problem.reference[target]} if problem.reference and target in problem.reference else None
+    return dataclasses.replace(
+        problem, agentic=True, prompt=prompt, system_message=None, context=context, targets=(inside,), reference=reference,
+    )

@@ -107,7 +107,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
             dataset=config.dataset.source, count=len(service.problems),
             problems=[
                 ProblemSummary(id=p.id, category=p.category, difficulty=p.difficulty, agentic=p.agentic,
-                               scoring=p.scoring, targets=list(p.targets), unsupported=p.unsupported)
+                               scoring=p.scoring, targets=list(p.targets), unsupported=p.unsupported,
+                               benchmark=p.benchmark, task=p.task, defect=p.defect)
                 for p in service.problems.values()
             ],
         )

@@ -225,6 +225,7 @@ def answer_of(result: GradeResult, reward: RewardKind, queued: float, total: flo
         tests=vars(result.tests), stages=[vars(s) for s in result.stages], failures=result.failures,
         cached=result.cached, late=result.late, excluded=result.excluded, infra_failure=result.infra_failure,
         seed=result.seed, queue_s=queued, grade_s=result.wall_s, total_s=total, extraction=result.extraction,
+        official=result.official, defect=result.defect,
     )
 
 

@@ -71,6 +71,10 @@ class GradeAnswer(BaseModel):
     grade_s: float
     total_s: float
     extraction: dict[str, Any] = {}
+    #: A benchmark's own verdict by its own rule over the whole log (VerilogEval, RTLLM; empty for CVDP).
+    official: dict[str, Any] = {}
+    #: The problem's known benchmark defect: a failure there is not the answer's (``excluded``).
+    defect: str | None = None
 
 
 class ProblemSummary(BaseModel):
@@ -81,6 +85,9 @@ class ProblemSummary(BaseModel):
     scoring: str
     targets: list[str]
     unsupported: str | None = None
+    benchmark: str = "cvdp"
+    task: str = ""
+    defect: str | None = None
 
 
 class ProblemList(BaseModel):

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from cvdp_gym.data.benchmark import Benchmark, Pin
+from cvdp_gym.data.benchmark import Benchmark, Pin, agentic_variant, flag
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import DatasetError
 
@@ -133,7 +133,7 @@ class _Rtllm(Benchmark):
     grader = "rtllm"
     toolchain = "cvdp-sim"
     env_var = "CVDP_GYM_RTLLM"
-    option_defaults: ClassVar[dict[str, str]] = {"rule": RULE_AUTO_RUN}
+    option_defaults: ClassVar[dict[str, str]] = {"rule": RULE_AUTO_RUN, "agentic": "0"}
     tasks = ()
 
     def holds(self, path: Path) -> bool:
@@ -147,7 +147,10 @@ class _Rtllm(Benchmark):
         rule = self.options(options)["rule"]
         if rule not in (RULE_AUTO_RUN, RULE_OPEN):
             raise DatasetError(f"{self.name}: option rule={rule!r}: expected {RULE_AUTO_RUN} or {RULE_OPEN}")
-        return [self.problem(root, folder, rule) for folder in design_folders(root)]
+        problems = [self.problem(root, folder, rule) for folder in design_folders(root)]
+        if flag(options, "agentic"):
+            problems = [agentic_variant(p, p.prompt) for p in problems]
+        return problems
 
     def problem(self, root: Path, folder: Path, rule: str) -> Problem:
         design = folder.name

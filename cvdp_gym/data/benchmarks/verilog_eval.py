@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from cvdp_gym.data.benchmark import Benchmark, Pin
+from cvdp_gym.data.benchmark import Benchmark, Pin, agentic_variant, flag
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import DatasetError
 
@@ -96,16 +96,6 @@ def as_top_module(reference: str) -> str:
     return _REF_NAME.sub(TOP_MODULE, reference)
 
 
-def flag(options: Mapping[str, str], name: str) -> bool:
-    """A yes/no option: ``1``/``true``/``yes``/``on`` or given bare (``?rules``), else ``0``..."""
-    value = options.get(name, "0").strip().lower()
-    if value in ("", "1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise DatasetError(f"option {name}={value!r}: expected 0 or 1")
-
-
 def _shots(options: Mapping[str, str]) -> int:
     try:
         shots = int(options.get("shots", "0"))
@@ -131,7 +121,7 @@ class VerilogEvalV2(Benchmark):
     )
     #: The paper's headline figures (GPT-4o 63% on spec-to-RTL) use one in-context example
     #: and no rules; ``?shots=0`` is the scripts' own default.
-    option_defaults: ClassVar[dict[str, str]] = {"shots": "1", "rules": "0"}
+    option_defaults: ClassVar[dict[str, str]] = {"shots": "1", "rules": "0", "agentic": "0"}
     #: Found by ``cvdp-gym check`` on the pinned commit (Icarus 12); a ``task.name`` key is
     #: one task's, a bare name both tasks'.
     defects: ClassVar[dict[str, str]] = {
@@ -150,7 +140,7 @@ class VerilogEvalV2(Benchmark):
         return found + sorted((root / "scripts").glob("verilog-example-prefix_*.txt"))
 
     def load(self, root: Path, tasks: tuple[str, ...], options: Mapping[str, str]) -> list[Problem]:
-        shots, rules = _shots(options), flag(options, "rules")
+        shots, rules, agentic = _shots(options), flag(options, "rules"), flag(options, "agentic")
         problems: list[Problem] = []
         for task in self.check_tasks(tasks):
             folder = root / f"dataset_{task}"
@@ -163,16 +153,15 @@ class VerilogEvalV2(Benchmark):
                     raise DatasetError(f"{shot_file}: missing ({shots}-shot in-context examples of {task})")
                 examples = shot_file.read_text(encoding="utf-8")
             for name in problem_names(folder):
-                problems.append(self._problem(folder, task, name, examples, rules))
+                problem = self._problem(folder, task, name, examples, rules)
+                if agentic:  # the problem's own text (no in-context examples), the interface to start from
+                    problem = agentic_variant(problem, _read(folder, f"{name}_prompt.txt"), start=problem.extra.get("interface"))
+                problems.append(problem)
         return problems
 
     def _problem(self, folder: Path, task: str, name: str, examples: str, rules: bool) -> Problem:
         def read(suffix: str) -> str:
-            path = folder / f"{name}_{suffix}"
-            try:
-                return path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise DatasetError(f"{path}: cannot read: {exc}") from None
+            return _read(folder, f"{name}_{suffix}")
 
         prompt, ref, test = read("prompt.txt"), read("ref.sv"), read("test.sv")
         extra: dict[str, str] = {"name": name}
@@ -197,6 +186,14 @@ class VerilogEvalV2(Benchmark):
             defect=self.defects.get(f"{task}.{name}") or self.defects.get(name),
             extra=extra,
         )
+
+
+def _read(folder: Path, name: str) -> str:
+    path = folder / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot read: {exc}") from None
 
 
 def problem_names(folder: Path) -> list[str]:

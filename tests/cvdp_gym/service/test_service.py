@@ -250,3 +250,25 @@ def test_one_client_past_its_limit_gets_429_while_another_is_graded(runner, tmp_
         assert post(3, "trainer-a").status_code == 200  # its first job is done: in again
     finally:
         server.stop()
+
+
+def test_the_service_grades_a_benchmark_beside_cvdp(runner, tmp_path):
+    """``serve --dataset verilog-eval-v2`` (a made-up copy): the problem list names the benchmark,
+    and /v1/grade gives the flow's verdict with the benchmark's own (``official``) beside it."""
+    from pathlib import Path
+
+    from cvdp_gym.envs.prompts import answer_text
+
+    copy = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks" / "verilog-eval"
+    data = load_dataset("verilog-eval-v2:spec-to-rtl", benchmark_dir=copy)
+    problem = data.problems[0]
+    server = Served(ServiceConfig(Grader(runner, cache=GradeCache(tmp_path / "grades.sqlite")), data, workers=1))
+    try:
+        listed = httpx.get(f"{server.url}/v1/problems", timeout=30).json()
+        assert {p["benchmark"] for p in listed["problems"]} == {"verilog-eval-v2"} and listed["count"] == len(data)
+        here = Grader(runner).grade_response(problem, answer_text(problem, problem.reference))
+        body = httpx.post(f"{server.url}/v1/grade", json={"problem_id": problem.id, "response": answer_text(problem, problem.reference)}, timeout=120).json()
+        assert (body["verdict"], body["official"]["class"]) == (here.verdict, here.official["class"]) == ("passed", ".")
+        assert body["tests"] == vars(here.tests) and body["tests"]["total"] > 1  # the test bench's samples
+    finally:
+        server.stop()
