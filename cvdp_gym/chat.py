@@ -32,13 +32,15 @@ BODY_CHARS = 300
 @dataclass(frozen=True)
 class ChatSettings:
     """How to reach an OpenAI-compatible ``/chat/completions`` endpoint and what to ask
-    (``temperature`` or ``max_tokens`` None: left out of the request, for models that refuse them)."""
+    (``temperature``, ``top_p`` or ``max_tokens`` None: left out of the request, for models that
+    refuse them)."""
 
     base_url: str
     model: str
     api_key: str | None = None
     temperature: float | None = 0.2
     max_tokens: int | None = 4096
+    top_p: float | None = None
     concurrency: int = 8
     timeout_s: float = 600.0
     retries: int = 5
@@ -126,6 +128,8 @@ class ChatClient:
             body["temperature"] = s.temperature
         if s.max_tokens is not None:
             body["max_tokens"] = s.max_tokens
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
         if tools:
             body["tools"] = tools
         return body

@@ -20,7 +20,8 @@ What is checked, over README.md and every page under docs/:
 
 Fixtures (docs/getting-started.md, "Running the examples", tells readers the same):
 ``mine.sv`` is the bundled gray_converter problem's reference solution and ``pwm_gen.sv``
-the agentic pwm_gen problem's.
+the agentic pwm_gen problem's; the benchmarks' variables (``CVDP_GYM_VERILOG_EVAL``...) name
+the made-up copies in tests/fixtures/benchmarks.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ NO_RUN = re.compile(r"<!--\s*docs:\s*no-run\s*\((?P<reason>[^)]*)\)\s*-->")
 FIXTURES = {
     "mine.sv": ("cvdp_gym_gray_converter_0001", "rtl/gray_converter.sv"),
     "pwm_gen.sv": ("cvdp_gym_agentic_pwm_gen_0001", "rtl/pwm_gen.sv"),
+}
+#: The benchmarks' variables, pointed at the made-up copies in tests/fixtures/benchmarks, so an
+#: example can name ``verilog-eval-v2`` as a reader with a real copy would.
+BENCHMARK_COPIES = {
+    "CVDP_GYM_VERILOG_EVAL": "verilog-eval", "CVDP_GYM_VERILOG_EVAL_V1": "verilog-eval-v1",
+    "CVDP_GYM_RTLLM": "rtllm", "CVDP_GYM_RTLLM_V1_1": "rtllm-v1.1",
 }
 #: Programs of .venv/bin that are not this project's console scripts (their options are not checked).
 OTHER_TOOLS = {"python", "pip", "ruff", "pytest", "mkdocs"}
@@ -170,6 +177,8 @@ def test_python_example_runs(block, toolchain, grade_cache_home, tmp_path, monke
         (tmp_path / name).write_text(bundled[problem_id].reference[path], encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(grade_cache_home))
+    for variable, copy in BENCHMARK_COPIES.items():  # the made-up copies stand in for the real ones
+        monkeypatch.setenv(variable, str(ROOT / "tests" / "fixtures" / "benchmarks" / copy))
     exec(code, {"__name__": "__main__"})
 
 

@@ -37,9 +37,12 @@ class Response:
 
 
 def _parse_line(item: Any, where: str) -> tuple[str, int | None, str]:
-    """Check one parsed line's shape: ``{"id": str, "response": str, "sample"?: int >= 0}``."""
+    """Check one parsed line's shape: ``{"id": str, "response": str, "sample"?: int >= 0}``, or
+    VerilogEval v1's own samples line, ``{"task_id": str, "completion": str}``."""
     if not isinstance(item, dict):
         raise ResponsesFileError(f"{where}: expected a JSON object, got {type(item).__name__}")
+    if "id" not in item and "task_id" in item and "completion" in item:
+        item = {"id": item["task_id"], "response": item["completion"], "sample": item.get("sample")}
     pid, text, sample = item.get("id"), item.get("response"), item.get("sample")
     if not isinstance(pid, str) or not pid:
         raise ResponsesFileError(f"{where}: needs a string 'id'")
@@ -51,7 +54,8 @@ def _parse_line(item: Any, where: str) -> tuple[str, int | None, str]:
 
 
 def read_responses(path: str | Path) -> list[Response]:
-    """Lines ``{"id", "response", "sample"?}``; without ``sample``, numbered in file order per id."""
+    """Lines ``{"id", "response", "sample"?}`` (or ``{"task_id", "completion"}``); without
+    ``sample``, numbered in file order per id."""
     out: list[Response] = []
     seen: dict[tuple[str, int], int] = {}
     per_id: dict[str, int] = {}

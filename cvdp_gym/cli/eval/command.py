@@ -58,6 +58,7 @@ def eval_command(
     model: Annotated[str | None, typer.Option(help="Model name sent to --base-url.")] = None,
     samples: Annotated[int, typer.Option("--samples", "-n", help="Answers (with --agentic or --refine: episodes) per problem from --base-url.")] = 1,
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.2,
+    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling top_p (default: the endpoint's; VerilogEval's published settings use 0.95 at temperature 0.85, 0.01 at 0).")] = None,
     max_tokens: Annotated[int, typer.Option(help="max_tokens per answer (with --agentic: per turn).")] = 4096,
     concurrency: Annotated[int, typer.Option(help="Chat requests in flight at once (with --agentic or --refine: episodes at once).")] = 8,
     agentic: Annotated[bool, typer.Option("--agentic", help="Play agentic problems as CVDP-Agentic-v0 episodes against --base-url.")] = False,
@@ -151,10 +152,12 @@ def eval_command(
         else:
             settings = ChatSettings(
                 base_url=base_url or "", model=model or "", api_key=api_key, temperature=temperature,
-                max_tokens=max_tokens, concurrency=concurrency, timeout_s=request_timeout,
+                max_tokens=max_tokens, top_p=top_p, concurrency=concurrency, timeout_s=request_timeout,
                 retries=retries, retry_wait_s=retry_wait,
             )
             meta.update(source=f"{model} at {base_url}", samples_per_problem=samples, temperature=temperature, max_tokens=max_tokens)
+            if top_p is not None:
+                meta["top_p"] = top_p
             if agent is not None:
                 agent_settings = _agent_settings(agent, agent_dir, agent_time, concurrency, toolchain)
                 keys, start, notes = agentic_plan(data.problems, settings, agentic_settings, samples, grader, reward_fn, agent_settings)

@@ -64,6 +64,7 @@ def file_plan(path: Path, problems: list[Problem]) -> Plan:
     except ResponsesFileError as exc:
         raise fail(str(exc)) from None
     by_id = {p.id: p for p in problems}
+    answers = _by_benchmark_names(answers, problems)
     unknown = sorted({a.id for a in answers if a.id not in by_id})
     notes = []
     if unknown:
@@ -74,6 +75,22 @@ def file_plan(path: Path, problems: list[Problem]) -> Plan:
         notes.append(f"{len(unanswered)} selected problem(s) have no answer in {path}")
     answers = [a for a in answers if a.id in by_id]
     return [(a.id, a.sample) for a in answers], lambda ev: eval_responses(ev, by_id, answers), notes
+
+
+def _by_benchmark_names(answers: list, problems: list[Problem]) -> list:
+    """Answers that name a problem by its benchmark's own name (VerilogEval v1's ``task_id``,
+    ``Prob001_zero``), given the id of the one selected problem with that name."""
+    import dataclasses
+
+    ids = {p.id for p in problems}
+    named: dict[str, list[str]] = {}
+    for problem in problems:
+        if problem.extra.get("name"):
+            named.setdefault(str(problem.extra["name"]), []).append(problem.id)
+    return [
+        dataclasses.replace(a, id=named[a.id][0]) if a.id not in ids and len(named.get(a.id, ())) == 1 else a
+        for a in answers
+    ]
 
 
 def endpoint_plan(problems: list[Problem], settings: ChatSettings, samples: int) -> Plan:

@@ -44,7 +44,9 @@ def _outputs(header: str) -> list[str]:
     return re.findall(r"output\s+(?:logic|reg|wire)?\s*(?:\[[^\]]*\])?\s*(\w+)", header)
 
 
-def run_eval(spec: str, copy: Path, answers: dict[str, str], tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any], list[dict]]:
+def run_eval(
+    spec: str, copy: Path, answers: dict[str, str], tmp_path: Path, *extra: str,
+) -> tuple[dict[str, Any], dict[str, Any], list[dict]]:
     """Serve ``answers`` (problem id -> reply) and run the real CLI on ``spec``; rows by id, the
     report, and the requests the server saw."""
     problems = load_dataset(spec, benchmark_dir=copy).problems
@@ -62,7 +64,7 @@ def run_eval(spec: str, copy: Path, answers: dict[str, str], tmp_path: Path) -> 
         ids = [a for pid in answers for a in ("--id", pid)]
         done = subprocess.run(
             [*CLI, "eval", spec, "--benchmark-dir", str(copy), "--base-url", base_url, "--model", "m", "-n", "1",
-             "--out", str(out), "--jobs", "2", *ids],
+             "--out", str(out), "--jobs", "2", *ids, *extra],
             capture_output=True, text=True, timeout=300, env=env,
         )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -79,8 +81,12 @@ def test_verilog_eval_v2_over_an_endpoint(toolchain, tmp_path):
         bad.id: wrong(bad),
         forged.id: wrong(forged, forge="Mismatches: 0 in 20 samples"),
     }
-    rows, report, seen = run_eval("verilog-eval-v2:spec-to-rtl", copy, answers, tmp_path)
-    # The model was asked in VerilogEval's own words: its system message, then Question/[BEGIN]/Answer.
+    rows, report, seen = run_eval(
+        "verilog-eval-v2:spec-to-rtl", copy, answers, tmp_path, "--temperature", "0.85", "--top-p", "0.95", "--max-tokens", "1024",
+    )
+    # The published settings reach the endpoint; the model was asked in VerilogEval's own words:
+    # its system message, then Question/[BEGIN]/Answer.
+    assert {(b["temperature"], b["top_p"], b["max_tokens"]) for b in seen} == {(0.85, 0.95, 1024)}
     assert all(body["messages"][0]["content"].startswith("\nYou are a Verilog RTL designer") for body in seen)
     assert all(body["messages"][1]["content"].endswith("\nAnswer:\n") for body in seen)
     assert [rows[p]["passed"] for p in answers] == [True, False, False]
@@ -114,3 +120,26 @@ def test_verilog_eval_v1_and_rtllm_over_an_endpoint(toolchain, tmp_path):
     assert rows[first.id]["passed"] and rows[first.id]["official"]["auto_run"]
     assert not rows[second.id]["passed"] and rows[second.id]["official"]["auto_run"]  # it printed the banner itself
     assert [f["id"] for f in report["benchmark_reports"]["rtllm-v2"]["forged"]] == [second.id]
+
+
+@pytest.mark.sandbox
+def test_a_verilog_eval_v1_samples_file_is_graded_as_it_is(toolchain, tmp_path):
+    """VerilogEval v1's own samples format, ``{"task_id", "completion"}`` lines, names problems by
+    their task ids; the completions are graded as they are (here: the canonical ones, and one cut short)."""
+    copy = FIXTURES / "verilog-eval-v1"
+    first, second = load_dataset("verilog-eval-v1:human", benchmark_dir=copy).problems[:2]
+    samples = tmp_path / "samples.jsonl"
+    lines = [
+        {"task_id": first.extra["name"], "completion": first.reference[first.targets[0]]},
+        {"task_id": second.extra["name"], "completion": "\n"},  # no body: endmodule missing
+    ]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [*CLI, "eval", "verilog-eval-v1:human", "--benchmark-dir", str(copy), "--responses", str(samples), "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert rows[first.id]["passed"] and rows[first.id]["official"]["result"] == "passed"
+    assert not rows[second.id]["passed"] and rows[second.id]["official"]["result"].startswith("failed: syntax error")
