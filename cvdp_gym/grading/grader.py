@@ -214,6 +214,7 @@ class Grader:
                 return None
         result = self._cached(self._cache_key(problem, files, seed))
         if result is not None and info is not None:
+            result = no_code(info, result)
             result.extraction = info
         return result
 

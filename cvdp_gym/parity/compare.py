@@ -151,9 +151,11 @@ class BenchmarkRow(ParityRow):
 
     @property
     def why_left_out(self) -> str:
-        if self.ours.failure_class != UNSUPPORTED and self.official.outcome not in (MACHINE, MISSING):
-            return f"ours: our flow gave no official reading ({self.ours.verdict}: {self.ours.reason[:200]})"
-        return super().why_left_out
+        if self.ours.failure_class == UNSUPPORTED:
+            return f"ours: {self.ours.reason}"
+        if self.official.outcome in (MACHINE, MISSING):
+            return f"the benchmark's scripts ({self.official.outcome}): {self.official.reason}"
+        return f"ours: our flow gave no official reading ({self.ours.verdict}: {self.ours.reason[:200]})"
 
     def _passes(self, reading: dict[str, Any]) -> bool:
         return READINGS[self.answer.problem.flow or ""][1](reading)

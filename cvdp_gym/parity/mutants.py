@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from cvdp_gym.data.problems import Problem
 
-__all__ = ["HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants"]
+__all__ = ["HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants", "reference_answer"]
 
 #: The zero-delay infinite loop: the answer hangs until the flow's time limit.
 HANG = "zero-delay-loop"
@@ -57,6 +57,14 @@ Edit = tuple[int, int, str]  # replace text[start:end] by the string
 class Mutant:
     kind: str
     text: str
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What some kinds need beyond the text: the test bench's module, the answer's ports."""
+
+    top: str | None
+    ports: list[tuple[str, str]]
 
 
 def _code_mask(text: str) -> list[bool]:
@@ -295,12 +303,6 @@ def _hang(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
     return _before_last_endmodule(text, mask, "\n  initial forever begin end\n")
 
 
-@dataclass(frozen=True)
-class _Context:
-    top: str | None
-    ports: list[tuple[str, str]]
-
-
 _MAKERS: dict[str, Callable[[str, list[bool], _Context], list[Edit]]] = {
     "and-or": _and_or,
     "plus-minus": _plus_minus,
@@ -339,7 +341,7 @@ def mutate(text: str, kind: str, *, seed: int = 0, key: str = "", top: str | Non
     return None if mutated == text else mutated
 
 
-def _answer_context(problem: Problem) -> tuple[str, str | None, str]:
+def reference_answer(problem: Problem) -> tuple[str, str | None, str]:
     """(the reference answer's text, the top module, the header it follows) for a problem."""
     target = problem.targets[0] if problem.targets else ""
     text = (problem.reference or {}).get(target, "")
@@ -349,7 +351,7 @@ def _answer_context(problem: Problem) -> tuple[str, str | None, str]:
 
 def problem_mutants(problem: Problem, count: int, *, seed: int = 0, hang: bool = False) -> list[Mutant]:
     """Up to ``count`` mutants of ``problem``'s reference, distinct kinds (plus the loop if ``hang``)."""
-    text, top, header = _answer_context(problem)
+    text, top, header = reference_answer(problem)
     if not text:
         return []
     kinds = [k for k in KINDS if k != HANG]

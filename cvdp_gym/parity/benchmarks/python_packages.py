@@ -13,6 +13,7 @@ is its own.
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.sandbox.base import Limits, Mount, Sandbox
 from cvdp_gym.user_dirs import cache_dir
 
 #: Modules an official script may import, and the package that provides each.
@@ -38,8 +39,6 @@ _PROBE = (
 
 def top_level_imports(source: str) -> list[str]:
     """The top-level module names a Python source imports (``from scipy.special import comb``: scipy)."""
-    import ast
-
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -51,8 +50,6 @@ def top_level_imports(source: str) -> list[str]:
 
 def missing_modules(sandbox: Sandbox, imports: Iterable[str], pythonpath: Path | None = None) -> tuple[str, list[str]]:
     """(the root's Python version, the modules of ``imports`` it cannot import)."""
-    from cvdp_gym.sandbox.base import Mount
-
     scratch = Path(tempfile.mkdtemp(prefix="cvdp-gym-probe-"))
     try:
         mounts = [Mount(pythonpath, "/pylib")] if pythonpath is not None else []

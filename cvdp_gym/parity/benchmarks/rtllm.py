@@ -57,7 +57,7 @@ from cvdp_gym.sandbox.base import Limits, Mount, Sandbox
 
 AUTO_RUN = "auto_run.py"
 ANSWERS = "/work/answers/"
-_PATH_LINE = re.compile(r"(?m)^path\s*=\s*(['\"]).*\1\s*$")
+_PATH_LINE = re.compile(r"(?m)^path[ \t]*=[ \t]*(['\"]).*\1[ \t]*$")
 #: How long the stand-in ``simv`` may run (``auto_run.py`` decides at 8 s).
 SIMV_LIMIT_S = 20
 

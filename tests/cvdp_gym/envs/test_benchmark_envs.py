@@ -78,3 +78,22 @@ def test_an_agentic_episode_on_a_benchmark_problem(toolchain):
     assert terminated and info["passed"] and info["official"]["auto_run"] and info["graded_files"] == ["rtl/adder_4bit.v"]
     assert reward == pytest.approx(1.4)
     env.close()
+
+
+@pytest.mark.parametrize("spec, copy", [
+    ("verilog-eval-v2:code-complete-iccad2023", "verilog-eval"), ("verilog-eval-v1", "verilog-eval-v1"),
+    ("rtllm-v2", "rtllm"), ("rtllm-v1.1", "rtllm-v1.1"),
+])
+def test_every_benchmark_resets_and_steps_with_the_documented_info(toolchain, spec, copy):
+    from tests.test_public_api import PINNED_INFO
+
+    env = gym.make("RTL-SingleShot-v0", dataset=spec, benchmark_dir=str(FIXTURES / copy), cache=False)
+    first = env.unwrapped.problems[0].id  # (the copies' slow-watchdog problem is a defect: its reference times out)
+    _, info = env.reset(seed=0, options={"problem_id": first})
+    assert sorted(info) == PINNED_INFO["CVDP-SingleShot-v0"]["reset"]
+    problem = env.unwrapped.problem
+    assert info["problem"]["benchmark"] == spec.split(":")[0] and info["messages"][-1]["content"] == problem.prompt
+    _, reward, terminated, truncated, info = env.step(answer_text(problem, problem.reference))
+    assert sorted(info) == PINNED_INFO["CVDP-SingleShot-v0"]["step"]
+    assert terminated and not truncated and info["passed"] and info["official"] and reward == pytest.approx(1.4)
+    env.close()

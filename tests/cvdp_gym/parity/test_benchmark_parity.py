@@ -31,7 +31,15 @@ from cvdp_gym.parity.answers import Answer
 from cvdp_gym.parity.benchmarks import benchmark_answers, run_benchmark_parity
 from cvdp_gym.parity.benchmarks.verilog_eval_v1 import enable_execution
 from cvdp_gym.parity.compare import benchmark_summary_json
-from cvdp_gym.parity.mutants import HANG, KINDS, SUFFIX, benchmark_mutants, mutate, problem_mutants
+from cvdp_gym.parity.mutants import (
+    HANG,
+    KINDS,
+    SUFFIX,
+    benchmark_mutants,
+    mutate,
+    problem_mutants,
+    reference_answer,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
 
@@ -123,9 +131,8 @@ def test_only_a_handful_of_problems_get_the_hang(ve2_problems):
 
 
 def _mutated(problem, kind) -> str | None:
-    text = problem.reference[problem.targets[0]]
-    top = problem.extra.get("module") or ("TopModule" if problem.benchmark == "verilog-eval-v2" else None)
-    return mutate(text, kind, key=problem.id, top=top, header=str(problem.extra.get("header") or ""))
+    text, top, header = reference_answer(problem)
+    return mutate(text, kind, key=problem.id, top=top, header=header)
 
 
 def _mutant(problem, kind):
@@ -421,3 +428,27 @@ def test_references_and_mutants_as_answers(ve2_problems):
     assert [a.name for a in references] == ["reference"] * len(ve2_problems)
     chosen, _ = benchmark_answers("mutants:2", ve2_problems, hangs=0)
     assert len(chosen) == 3 * len(ve2_problems) and {a.name.split(":")[0] for a in chosen} == {"reference", "mutant"}
+
+
+def test_answers_spec_and_auto_run_edits_are_checked(ve2_problems):
+    from cvdp_gym.errors import ConfigError
+    from cvdp_gym.parity.benchmarks.rtllm import read_result_dic, set_path
+
+    with pytest.raises(ConfigError):
+        benchmark_answers("mutants:many", ve2_problems)
+    assert set_path('x = 1\npath = "/home/a/"\n') == 'x = 1\npath = "/work/answers/"\n'
+    for bad in ("x = 1\n", 'path = "/a/"\npath = "/b/"\n'):
+        with pytest.raises(ConfigError):
+            set_path(bad)
+    printed = "make: vcs\n{'a': {'syntax_success': 1, 'func_success': 0}}\nsyntax pass@1: 0.5\n"
+    assert read_result_dic(printed) == {"a": {"syntax_success": 1, "func_success": 0}}
+    assert read_result_dic("{not a dict\n") is None
+
+
+def test_the_root_python_is_asked_what_it_lacks(sandbox):
+    from cvdp_gym.parity.benchmarks.python_packages import missing_modules, top_level_imports
+
+    source = "import os, json\nfrom scipy.special import comb\nimport tqdm.auto\nfrom . import sibling\n"
+    assert top_level_imports(source) == ["json", "os", "scipy", "tqdm"]
+    version, absent = missing_modules(sandbox, ["json", "os", "no_such_module_here"])
+    assert re.fullmatch(r"3\.\d+", version) and absent == ["no_such_module_here"]
