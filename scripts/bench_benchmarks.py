@@ -5,12 +5,13 @@ benchmark's own flow, on the same answers, side by side.
 For each benchmark copy found (``--benchmark-dir NAME=DIR`` or the benchmark's environment
 variable; else the made-up copies in tests/fixtures/benchmarks), the answers are every
 problem's reference plus ``--mutants`` wrong answers per problem (``cvdp_gym.parity.mutants``,
-seeded). They are graded here with ``--jobs`` workers and no cache, and, where the
-benchmark's own scripts can run here (a clone that carries them), by its own flow with the
-same parallelism (``cvdp_gym.parity``: VerilogEval v2's ``make -j``, v1's
-``check_correctness``, RTLLM's ``auto_run.py`` with the VCS stand-in). One table: answers,
-wall seconds, seconds per answer, answers per second, for both, and whether a whole
-VerilogEval v2 task (156 answers) fits the one-minute target.
+seeded, no zero-delay loops: those only measure the 30 s limit). They are graded here with
+``--jobs`` workers and no cache, and, where the benchmark's own scripts can run here (a clone
+that carries them), by its own flow with the same parallelism (``cvdp_gym.parity.benchmarks``:
+VerilogEval v2's ``configure`` + ``make -j``, v1's ``check_correctness``, RTLLM's
+``auto_run.py`` with the VCS stand-in), each in the same sandbox on the same simulator. One
+table: answers, wall seconds and seconds per answer for both, their ratio, and whether a
+whole VerilogEval v2 task (156 answers) fits the one-minute target.
 
     .venv/bin/python scripts/bench_benchmarks.py [--jobs 2] [--mutants 0] [--only verilog-eval-v2]
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -33,6 +35,11 @@ from cvdp_gym.data.benchmarks import BENCHMARKS
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.envs.base import make_grader
 from cvdp_gym.envs.prompts import answer_text
+from cvdp_gym.errors import ConfigError
+from cvdp_gym.parity.answers import Answer
+from cvdp_gym.parity.benchmarks import OFFICIAL_FLOWS, benchmark_answers
+from cvdp_gym.parity.official import MACHINE
+from cvdp_gym.sandbox import make_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
@@ -40,7 +47,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 FIXTURE_COPIES = {
     "verilog-eval-v2": "verilog-eval", "verilog-eval-v1": "verilog-eval-v1", "rtllm-v2": "rtllm", "rtllm-v1.1": "rtllm-v1.1",
 }
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 170)
 
 
 @dataclass
@@ -70,40 +77,35 @@ def copies(given: list[str], only: list[str]) -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def answers_for(problems: list[Problem], mutants: int) -> list[tuple[Problem, dict[str, str]]]:
-    """Each reference, and ``mutants`` seeded wrong answers per problem."""
-    out = [(p, dict(p.reference)) for p in problems if p.reference]
-    if mutants:
-        from cvdp_gym.parity.mutants import mutants_of
-
-        for problem in problems:
-            if problem.reference:
-                out += [(problem, m.files) for m in mutants_of(problem, mutants)]
-    return out
+def answers_for(problems: list[Problem], mutants: int) -> list[Answer]:
+    """Each reference, and ``mutants`` seeded wrong answers per problem (no hanging ones)."""
+    spec = f"mutants:{mutants}" if mutants else "references"
+    return benchmark_answers(spec, problems, hangs=0)[0]
 
 
-def ours(answers: list[tuple[Problem, dict[str, str]]], jobs: int) -> float:
-    """Wall seconds for this tool to grade every answer (``jobs`` at once, no cache)."""
+def ours(answers: list[Answer], jobs: int) -> float:
+    """Wall seconds for this tool to grade every answer, as the environments do (``jobs`` at once, no cache)."""
     grader = make_grader(cache=False)
-    items = [(p, answer_text(p, files)) for p, files in answers]
+    items = [(a.problem, answer_text(a.problem, a.files)) for a in answers]
     start = time.monotonic()
     asyncio.run(grader.grade_many(items, concurrency=jobs))
     return time.monotonic() - start
 
 
-def official(name: str, root: Path, answers: list[tuple[Problem, dict[str, str]]], jobs: int) -> tuple[float | None, str]:
-    """Wall seconds for the benchmark's own flow on the same answers (None: it cannot run here)."""
+def official(answers: list[Answer], root: Path, jobs: int) -> tuple[float | None, str]:
+    """Wall seconds for the benchmark's own scripts on the same answers (None: they cannot run here)."""
+    flow = OFFICIAL_FLOWS[answers[0].problem.flow or ""]
     try:
-        from cvdp_gym.parity import run_benchmark_official
-    except ImportError:
-        return None, "the parity module has no benchmark runner"
+        flow.check(root)
+    except ConfigError:
+        return None, "the copy has no scripts of the benchmark's own"
+    sandbox = make_sandbox("bubblewrap")
     with tempfile.TemporaryDirectory(prefix="bench-official-") as work:
         start = time.monotonic()
-        try:
-            run_benchmark_official(name, root, answers, work=Path(work), jobs=jobs)
-        except Exception as exc:  # its own scripts missing from this copy, or failing here
-            return None, f"{type(exc).__name__}: {str(exc)[:120]}"
-        return time.monotonic() - start, ""
+        verdicts = flow.run(answers, sandbox=sandbox, clone=root, work=Path(work), jobs=jobs)
+        seconds = time.monotonic() - start
+    failed = sum(v.outcome == MACHINE for v in verdicts.values())
+    return seconds, f"{failed} answer(s) the scripts could not run" if failed else ""
 
 
 def main() -> None:
@@ -128,7 +130,7 @@ def main() -> None:
             mine = Timing("ours", len(answers), ours(answers, args.jobs))
             theirs = Timing("official", len(answers), None, "skipped")
             if not args.no_official:
-                seconds, note = official(name, root, answers, args.jobs)
+                seconds, note = official(answers, root, args.jobs)
                 theirs = Timing("official", len(answers), seconds, note)
             ratio = f"{theirs.seconds / mine.seconds:.1f}x" if theirs.seconds and mine.seconds else "-"
             note = theirs.note

@@ -5,7 +5,8 @@ keyed by ``Answer.index``, with ``reading = {"compiled": bool, "auto_run": bool}
 design's ``syntax_success`` and ``func_success`` (each 0 or 1: one answer per design per
 run) in the ``result_dic`` the clone's own ``auto_run.py`` prints. A design that
 ``auto_run.py`` never evaluates (v2.0's list names ``freq_divfrac``, the folder is
-``freq_divbyfrac``) gets no verdict (``missing``).
+``freq_divbyfrac``) gets no verdict (``missing``), nor one whose makefile never compiles
+the answer (``freq_div``'s names a file on the authors' machine instead of ``${TEST_DESIGN}``).
 
 How it runs. ``auto_run.py`` expects a flat layout (``<design>/makefile`` under its working
 folder), compiles ``{path}/t<N>/<design>.v`` through each design's makefile (it replaces
@@ -115,6 +116,15 @@ def read_result_dic(output: str) -> dict[str, dict[str, Any]] | None:
     return None
 
 
+def compiles_the_answer(design: Path) -> bool:
+    """Whether a design's makefile compiles the file ``auto_run.py`` puts in ``${TEST_DESIGN}``
+    (freq_div's names a path on the authors' machine instead)."""
+    try:
+        return "${TEST_DESIGN}" in (design / "makefile").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 class RtllmOfficial:
     """RTLLM's ``auto_run.py`` from a user's clone, VCS stood in for by Icarus."""
 
@@ -206,6 +216,11 @@ class RtllmOfficial:
                 out[answer.index] = machine(design, machine_reason(result, f"{AUTO_RUN} printed no result_dic"), err or result.output)
             elif design not in table:
                 out[answer.index] = missing(design, f"{AUTO_RUN} never evaluates {design}: its design_name list does not name it")
+            elif not compiles_the_answer(folders[design]):
+                out[answer.index] = missing(
+                    design, f"{design}'s makefile never compiles the answer (its vcs recipe names a fixed file, not "
+                    "${TEST_DESIGN}): auto_run.py's verdict is not on this answer",
+                )
             else:
                 compiled = int(table[design].get("syntax_success", 0)) > 0
                 passed = int(table[design].get("func_success", 0)) > 0
