@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -66,7 +67,6 @@ def parity_command(
     """Run the official CVDP runner and this tool on the same answers; print where the verdicts agree."""
     from cvdp_gym.errors import CvdpGymError
     from cvdp_gym.parity import (
-        DISAGREE,
         answers_from_file,
         bundled_answers,
         run_parity,
@@ -111,10 +111,18 @@ def parity_command(
     except CvdpGymError as exc:
         raise fail(str(exc)) from None
     summary = summary_json(rows, {"answers": answers, "dataset": dataset, "official_repo": str(official_repo), "sandbox": sandbox})
+    _finish(rows, summary, json_out, _print)
+
+
+def _finish(rows: list, summary: dict, json_out: str | None, show: Callable[[list, dict], None]) -> None:
+    """Print the tables (or the JSON on standard output with ``--json -``), write ``--json``,
+    and exit 1 when a verdict disagrees."""
+    from cvdp_gym.parity import DISAGREE
+
     if json_out == "-":
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
-        _print(rows, summary)
+        show(rows, summary)
     if json_out not in (None, "-"):
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -164,7 +172,6 @@ def _benchmark_parity(
 ) -> None:
     """VerilogEval/RTLLM: the benchmark's own scripts from its clone vs our flows."""
     from cvdp_gym.errors import CvdpGymError
-    from cvdp_gym.parity import DISAGREE
     from cvdp_gym.parity.benchmarks import benchmark_answers, clone_for, run_benchmark_parity
     from cvdp_gym.parity.compare import benchmark_summary_json
 
@@ -194,16 +201,7 @@ def _benchmark_parity(
         raise fail(str(exc)) from None
     meta = {"answers": answers, "dataset": dataset, "benchmark_dir": str(clone), "sandbox": sandbox, "mutant_seed": mutant_seed}
     summary = benchmark_summary_json(rows, meta)
-    if json_out == "-":
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    else:
-        _print_benchmark(rows, summary)
-    if json_out not in (None, "-"):
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        console.print(f"rows in {escape(json_out)}")
-    if any(r.status == DISAGREE for r in rows):
-        raise typer.Exit(1)
+    _finish(rows, summary, json_out, _print_benchmark)
 
 
 def _print_benchmark(rows: list, summary: dict) -> None:

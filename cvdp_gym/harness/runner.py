@@ -19,7 +19,6 @@ beside it and the working directory is ``/rundir``. A repository that cannot be 
 
 from __future__ import annotations
 
-import os
 import posixpath
 import shutil
 import tempfile
@@ -36,6 +35,7 @@ from cvdp_gym.errors import RepoUnavailable
 from cvdp_gym.harness.compose import HarnessError, Service, parse_services
 from cvdp_gym.harness.flows import flow_for
 from cvdp_gym.harness.lint import LintResult, compile_only, full_parser_accepts
+from cvdp_gym.harness.logs import read_logs, writable_roots
 from cvdp_gym.harness.randomness import draw_seed, seed_environment, write_seed_module
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
@@ -74,7 +74,6 @@ __all__ = [
 ]
 
 LOG_TAIL_CHARS = 4000
-_LOG_READ_BYTES = 64_000
 #: What this module raised for a candidate path outside the workspace; the same class as
 #: ``cvdp_gym.sandbox.paths.UnsafePathError`` (kept under its old name).
 CandidateError = UnsafePathError
@@ -297,7 +296,7 @@ class HarnessRunner:
             return call
         watched = {m.target: m.source for m in call.mounts if m.writable}
         started = time.time()
-        with ResultsWatcher(_writable_roots(run_dir), tag=call.tag, mounts=watched) as watcher:
+        with ResultsWatcher(writable_roots(run_dir), tag=call.tag, mounts=watched) as watcher:
             outcome = self.sandbox.run(call.argv, **call.sandbox_kwargs())
         return self._service_result(run_dir, service, outcome, service.generation or "", watcher, started)
 
@@ -323,7 +322,7 @@ class HarnessRunner:
     ) -> ServiceResult:
         output = outcome.output
         pytest_counts, harness_s = pytest_summary(output)
-        logs = _read_logs(run_dir, since=started)
+        logs = read_logs(run_dir, since=started)
         # Test counts from cocotb's results files, never from console text a design can print.
         tests = watcher.counts()
         tail = output[-LOG_TAIL_CHARS:]
@@ -443,38 +442,6 @@ def _make_working_dir(cwd: str, mounts: list[Mount]) -> None:
                     if not folder.exists():
                         folder.mkdir()
             return
-
-
-def _writable_roots(run_dir: Path) -> list[Path]:
-    """The folders a harness run can write: its run directory, seen at /code/rundir and /rundir."""
-    return [run_dir / "code" / "rundir", run_dir / "rundir"]
-
-
-#: Slack on "written since the service started": file times come from a coarse kernel clock.
-_MTIME_SLACK_S = 0.05
-
-
-def _read_logs(run_dir: Path, *, since: float = 0.0) -> str:
-    """The tails of the compiler and simulator logs the harness left in its writable folders,
-    written since ``since`` (``time.time()``): an earlier service's logs are not this one's."""
-    chunks: list[str] = []
-    for root in _writable_roots(run_dir):
-        if not root.exists():
-            continue
-        for path in sorted(root.rglob("*.log")):
-            if path.is_symlink() or not path.is_file():
-                continue  # a link made inside the sandbox must not make us read host files
-            try:
-                with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                    info = os.fstat(handle.fileno())
-                    if info.st_mtime < since - _MTIME_SLACK_S:
-                        continue
-                    size = info.st_size
-                    handle.seek(max(0, size - _LOG_READ_BYTES))
-                    chunks.append(f"--- {path.name} ---\n" + handle.read().decode("utf-8", "replace"))
-            except OSError:
-                continue
-    return "\n".join(chunks)
 
 
 _DEFAULT_RUNNER: HarnessRunner | None = None

@@ -51,6 +51,13 @@ LOG_READ_BYTES = 8 << 20
 WORK = "/work"
 
 
+def fed_through_a_pipe(exe: str, command: str) -> str:
+    """Shell lines that open the compiled simulation ``exe``, delete it, and run ``command``
+    (which reads ``/dev/stdin``) on it through a pipe; ``$status`` is then ``command``'s exit
+    status. While the design runs, no file holds the simulation (or the secret in it)."""
+    return f"exec 3< {exe}; rm -f {exe}\ncat <&3 | {command} 3<&-\nstatus=$?\nexec 3<&-\n"
+
+
 def new_secret() -> str:
     """A fresh per-run marker: what only the test bench's lines will carry."""
     return f"@@cvdp-{secrets.token_hex(16)}@@"

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.errors import ConfigError
 
 __all__ = ["HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants", "reference_answer"]
 
@@ -331,7 +332,7 @@ def _rng(seed: int, *parts: str) -> random.Random:
 def mutate(text: str, kind: str, *, seed: int = 0, key: str = "", top: str | None = None, header: str = "") -> str | None:
     """``text`` with one defect of ``kind``, or None where it does not apply (see the module doc)."""
     if kind not in _MAKERS:
-        raise ValueError(f"unknown mutant kind {kind!r} (known: {', '.join(KINDS)})")
+        raise ConfigError(f"unknown mutant kind {kind!r} (known: {', '.join(KINDS)})")
     ports = _header_ports(header + "\n" + text) if header else _header_ports(text)
     edits = _MAKERS[kind](text, _code_mask(text), _Context(top, ports))
     if not edits:

@@ -34,7 +34,13 @@ from cvdp_gym.harness.results import (
     ServiceResult,
     TestCounts,
 )
-from cvdp_gym.harness.testbench import instrument, new_secret, read_log, run_script
+from cvdp_gym.harness.testbench import (
+    fed_through_a_pipe,
+    instrument,
+    new_secret,
+    read_log,
+    run_script,
+)
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
 #: ``auto_run.py``'s limit on ``make sim``, and the open flows'.
@@ -61,13 +67,10 @@ def _script(design: str) -> str:
         f"{COMPILE} {TIMESCALE_FILE} {design} testbench.v > compile.log 2>&1\n"
         "rm -f testbench.v\n"
         "if [ -f simv ]; then\n"
-        "  exec 3< simv; rm -f simv\n"
-        "  start=$(date +%s.%N)\n"
-        f"  cat <&3 | timeout {OPEN_LIMIT_S:.0f} vvp -n /dev/stdin > output.txt 2> stderr.txt 3<&-\n"
-        "  status=$?\n"
-        "  end=$(date +%s.%N)\n"
-        "  exec 3<&-\n"
-        '  echo "$status $start $end" > status.txt\n'
+        "start=$(date +%s.%N)\n"
+        + fed_through_a_pipe("simv", f"timeout {OPEN_LIMIT_S:.0f} vvp -n /dev/stdin > output.txt 2> stderr.txt")
+        + "end=$(date +%s.%N)\n"
+        'echo "$status $start $end" > status.txt\n'
         "fi\n"
     )
 

@@ -34,7 +34,13 @@ from cvdp_gym.harness.results import (
     ServiceResult,
     TestCounts,
 )
-from cvdp_gym.harness.testbench import instrument, new_secret, read_log, run_script
+from cvdp_gym.harness.testbench import (
+    fed_through_a_pipe,
+    instrument,
+    new_secret,
+    read_log,
+    run_script,
+)
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
 INTERFACE_ERROR = "interface_error"
@@ -153,10 +159,8 @@ def _script(answer: str, test: str, ref: str, exe: str) -> str:
         f"{COMPILE} -o {exe} {answer} {test} {ref} > compile.log 2>&1\n"
         f"rm -f {test} {ref}\n"
         f"if [ -f {exe} ]; then\n"
-        f"  exec 3< {exe}; rm -f {exe}\n"
-        f"  cat <&3 | timeout {SIM_TIMEOUT_S} vvp /dev/stdin > sim.log 2>&1 3<&-\n"
-        "  if [ $? = 124 ]; then echo TIMEOUT > timeout.flag; fi\n"
-        "  exec 3<&-\n"
+        + fed_through_a_pipe(exe, f"timeout {SIM_TIMEOUT_S} vvp /dev/stdin > sim.log 2>&1")
+        + "if [ $status = 124 ]; then echo TIMEOUT > timeout.flag; fi\n"
         "else\n"
         f"  echo \"timeout: failed to run command './{exe}': No such file or directory\" > sim.log\n"
         "fi\n"

@@ -29,7 +29,13 @@ from cvdp_gym.harness.results import (
     ServiceResult,
     TestCounts,
 )
-from cvdp_gym.harness.testbench import instrument, new_secret, read_log, run_script
+from cvdp_gym.harness.testbench import (
+    fed_through_a_pipe,
+    instrument,
+    new_secret,
+    read_log,
+    run_script,
+)
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
 #: ``execution.py``'s default time limit for one check.
@@ -61,10 +67,8 @@ def _script(source: str) -> str:
         f"{COMPILE} {source} > out.txt 2> err.txt\n"
         f"rm -f {source}\n"
         "if [ -f test.vvp ]; then\n"
-        "  exec 3< test.vvp; rm -f test.vvp\n"
-        "  cat <&3 | vvp -n /dev/stdin >> out.txt 2>> err.txt 3<&-\n"
-        "  exec 3<&-\n"
-        "else\n"
+        + fed_through_a_pipe("test.vvp", "vvp -n /dev/stdin >> out.txt 2>> err.txt")
+        + "else\n"
         "  echo 'test.vvp: Unable to open input file.' >> err.txt\n"
         "fi\n"
     )
