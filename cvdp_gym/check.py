@@ -16,6 +16,14 @@ A benchmark problem (VerilogEval, RTLLM) runs its reference through the benchmar
 the reference of a labelled defect (``Problem.defect``) may fail without counting as a
 mismatch, and :func:`cvdp_gym.consistency.findings` says where a benchmark's files disagree.
 
+A training set's problem (``grader="reference"``: :mod:`cvdp_gym.data.benchmarks.training`)
+runs its reference against itself, which must pass, and one broken copy of it
+(:func:`broken_copy`: an operator swapped or a constant changed, its interface untouched),
+which must be caught (``test_failure``): "the reference is equivalent to itself and a broken
+copy is caught". A broken copy may still compute the same thing (an equivalent mutant),
+so a miss is a finding to read, not proof of a grader bug; :func:`training_notes` says which
+references nobody checked (RTLCoder's).
+
 A job whose harness draws at random (``harness.randomness``) runs with ``seeds`` seeds
 (``grading.seeds.seed_list``): it matches only when every run gets the expected verdict,
 and it is ``flaky`` when the runs disagree. Every result records its seed; ``seed``
@@ -26,12 +34,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.data.benchmarks import BENCHMARKS
+from cvdp_gym.data.benchmarks.training import GRADER as REFERENCE_GRADER
 from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 from cvdp_gym.errors import PatchError, RepoUnavailable
@@ -41,12 +53,23 @@ from cvdp_gym.grading.jobs import RunnerSpec, harness_job
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.grading.seeds import seed_list
 from cvdp_gym.harness.randomness import harness_randomness
-from cvdp_gym.harness.results import HARNESS_ERROR, PASSED, UNSUPPORTED, HarnessResult
+from cvdp_gym.harness.results import HARNESS_ERROR, PASSED, TEST_FAILURE, UNSUPPORTED, HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.interrupt import Children, sigint_ignored
 from cvdp_gym.jsonl import JsonlError, iter_json, read_objects
 
 REFERENCE = "reference"
+#: The name of a training problem's broken copy (``broken:<mutant kind>``).
+BROKEN = "broken"
+#: Mutant kinds that change what a design computes, in the order tried, and the seeds tried
+#: per kind (each seed may pick another site) before the next kind.
+BROKEN_KINDS = (
+    "and-or", "plus-minus", "eq-ne", "lt-ge", "bit-flip", "not-removed", "if-inverted", "digit", "output-x",
+)
+BROKEN_SEEDS = 8
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+#: Module headers and port and parameter declarations: what a broken copy must leave as it is.
+_DECLARATIONS = re.compile(r"\bmodule\b[^;]*;|\b(?:input|output|inout|parameter)\b[^;]*;")
 #: After Ctrl-C, how long to keep killing sandboxes while the running jobs wind down.
 STOP_TIMEOUT_S = 1.5
 
@@ -154,6 +177,9 @@ def build_jobs(
         for problem in dataset.problems:
             if problem.reference is not None:  # public CVDP releases carry no solutions
                 jobs.append(CheckJob(problem, REFERENCE, problem.reference, PASSED))
+                broken = broken_copy(problem) if problem.grader == REFERENCE_GRADER else None
+                if broken is not None:
+                    jobs.append(CheckJob(problem, f"{BROKEN}:{broken[0]}", broken[1], TEST_FAILURE))
             elif problem.repo is not None and any(d.strip() for d in problem.patch.values()):
                 jobs.append(CheckJob(problem, REFERENCE, {}, PASSED, golden=True))
     for item in candidates:
@@ -165,6 +191,51 @@ def build_jobs(
         name, expected = data.get("name") or "candidate", data.get("expected") or "?"
         jobs.append(CheckJob(problem, str(name), data["files"], str(expected)))
     return jobs
+
+
+def broken_copy(problem: Problem) -> tuple[str, dict[str, str]] | None:
+    """``(mutant kind, files)``: the problem's reference with one change of behaviour (the
+    first of ``BROKEN_KINDS`` that applies without touching a module header, port or
+    parameter declaration), or None where none applies."""
+    from cvdp_gym.parity.mutants import mutate  # the parity package imports this module
+
+    target = problem.targets[0] if problem.targets else ""
+    text = (problem.reference or {}).get(target, "")
+    top = problem.extra.get("top")
+    interface = _DECLARATIONS.findall(_COMMENTS.sub(" ", text))
+    for kind in BROKEN_KINDS:
+        for seed in range(BROKEN_SEEDS):
+            mutated = mutate(text, kind, seed=seed, key=problem.id, top=str(top) if top else None)
+            if mutated is not None and _DECLARATIONS.findall(_COMMENTS.sub(" ", mutated)) == interface:
+                return kind, {target: mutated}
+    return None
+
+
+def training_notes(problems: Iterable[Problem], outcomes: Iterable[CheckOutcome]) -> list[str]:
+    """What ``check`` says about training sets: references equivalent to themselves, broken
+    copies caught, and which sets' references nobody checked (a failure there may be the
+    reference's own)."""
+    chosen = [p for p in problems if p.grader == REFERENCE_GRADER]
+    if not chosen:
+        return []
+    names = {p.id for p in chosen}
+    mine = [o for o in outcomes if o.problem_id in names]
+    refs = [o for o in mine if o.name == REFERENCE]
+    broken = [o for o in mine if o.name.startswith(BROKEN + ":")]
+    without = {o.problem_id for o in refs} - {o.problem_id for o in broken}
+    lines = [
+        f"training sets: references equivalent to themselves {sum(o.result.passed for o in refs)}/{len(refs)}; "
+        f"broken copies caught {sum(o.result.verdict == TEST_FAILURE for o in broken)}/{len(broken)}"
+        + (f" ({len(without)} problem(s) with no applicable broken copy)" if without else "")
+    ]
+    unchecked = Counter(p.benchmark for p in chosen if p.extra.get("checked_reference") is False)
+    for name, count in sorted(unchecked.items()):
+        why = getattr(BENCHMARKS.get(name), "unchecked", "marked unchecked")
+        lines.append(
+            f"note: {count} reference(s) of {name} are unchecked: {why}; such a reference may itself be wrong, so "
+            "its passing only says it equals itself, and a broken copy caught only that it differs from it"
+        )
+    return lines
 
 
 def read_done(path: Path) -> dict[str, CheckOutcome]:

@@ -223,7 +223,9 @@ def _assess_flow(problem: Problem, toolchain: Toolchain) -> CoverageRow:
     row = CoverageRow(
         id=problem.id, source=problem.source, category=f"{problem.benchmark}/{problem.category or '-'}",
         difficulty=problem.difficulty, agentic=problem.agentic, scoring=problem.scoring, scorable=True,
-        how=f"{problem.grader} on {problem.toolchain}", defect=problem.defect,
+        how=f"{problem.grader} on {problem.toolchain}"
+        + (" (reference unchecked)" if problem.extra.get("checked_reference") is False else ""),
+        defect=problem.defect,
     )
     missing = toolchain.simulator_missing(problem.toolchain)
     if missing:

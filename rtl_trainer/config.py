@@ -51,6 +51,8 @@ class TrainConfig:
     categories: list[str] | None = field(default=None, metadata={"help": "Only these categories (cid003 or 3)."})
     difficulty: list[str] | None = field(default=None, metadata={"help": "Only these difficulties."})
     exclude_simulators: list[str] = field(default_factory=list, metadata={"help": "Skip problems whose harness uses these simulators, e.g. [verilator] (slow harnesses)."})
+    decontaminate_against: list[str] | None = field(default=None, metadata={"help": "Evaluation datasets the training set must not overlap, e.g. [bundled, verilog-eval-v2, rtllm-v2] (anything dataset takes; a benchmark's files found by its environment variable or `cvdp-gym benchmarks fetch`, or the path of a copy): before it loads a model, the run stops with an error naming the training problems that are near-copies of one of their problems (cvdp-gym decontaminate's default thresholds, with decontaminate_rouge_l for the specification). None: no check."})
+    decontaminate_rouge_l: float = field(default=0.5, metadata={"help": "decontaminate_against: a training problem whose specification has a ROUGE-L above this with an evaluation problem's is a copy (CodeV-R1's threshold, 0.5); reference code ROUGE-L above 0.8 or a 10-gram overlap above 0.5 also count (1.0 turns this test off, not those)."})
     reward: str = field(default="shaped", metadata={"help": "Reward: shaped, partial or binary."})
     steps: int = field(default=20, metadata={"help": "Optimiser steps."})
     groups_per_step: int = field(default=4, metadata={"help": "Problems (groups) per step."})
@@ -164,6 +166,8 @@ class TrainConfig:
             raise ConfigError("grade_deadline_s must be > 0 (or None to wait for every verdict)")
         if self.late_answers not in ("drop", "timeout"):
             raise ConfigError(f"late_answers must be drop or timeout, not {self.late_answers!r}")
+        if not 0.0 <= self.decontaminate_rouge_l <= 1.0:
+            raise ConfigError(f"decontaminate_rouge_l must be in [0, 1], not {self.decontaminate_rouge_l}")
         if not 0.0 <= self.max_infra_frac <= 1.0:
             raise ConfigError(f"max_infra_frac must be in [0, 1], not {self.max_infra_frac}")
         if self.problem_sampler not in ("uniform", "difficulty", "adaptive"):

@@ -8,6 +8,7 @@ each command lives in the module of its group, options shared by several command
 - ``check``: :mod:`cvdp_gym.cli.check` (its library logic: :mod:`cvdp_gym.check`)
 - ``export-bundled``: :mod:`cvdp_gym.cli.export`
 - ``coverage``: :mod:`cvdp_gym.cli.coverage` (its library logic: :mod:`cvdp_gym.coverage`)
+- ``decontaminate``: :mod:`cvdp_gym.cli.decontaminate` (its library logic: :mod:`cvdp_gym.decontaminate`)
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
 - ``eval``: :mod:`cvdp_gym.cli.eval`
 - ``compare``: :mod:`cvdp_gym.cli.compare` (its library logic: :mod:`cvdp_gym.eval.compare`)
@@ -28,6 +29,7 @@ from cvdp_gym.cli.check import check_command
 from cvdp_gym.cli.compare import compare_command
 from cvdp_gym.cli.coverage import coverage_command
 from cvdp_gym.cli.debug import debug_command
+from cvdp_gym.cli.decontaminate import decontaminate_command
 from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
 from cvdp_gym.cli.parity import parity_command
@@ -58,6 +60,7 @@ app.command("export-bundled")(export_bundled)
 app.command("eval")(eval_command)
 app.command("compare")(compare_command)
 app.command("coverage")(coverage_command)
+app.command("decontaminate")(decontaminate_command)
 app.command("parity")(parity_command)
 app.command("debug")(debug_command)
 app.command("report")(report_command)

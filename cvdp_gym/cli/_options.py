@@ -128,12 +128,13 @@ def load_problems(
     """The selected problems; a dataset that cannot be read is a one-line error."""
     from cvdp_gym.data import DatasetError, load_dataset
     from cvdp_gym.data.hub import HubUnavailable
+    from cvdp_gym.errors import MissingDependencyError
 
     try:
         data = load_dataset(
             dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient, benchmark_dir=benchmark_dir,
         )
-    except (DatasetError, HubUnavailable) as exc:
+    except (DatasetError, HubUnavailable, MissingDependencyError) as exc:
         raise fail(str(exc)) from None
     for skipped in data.skipped:
         console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")

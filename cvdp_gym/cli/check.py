@@ -47,6 +47,9 @@ from cvdp_gym.cli._options import (
 if TYPE_CHECKING:
     from cvdp_gym.check import CheckInterrupted
 
+#: The grader of training-set problems (``cvdp_gym.data.benchmarks.training.GRADER``).
+REFERENCE_GRADER = "reference"
+
 #: After Ctrl-C, how long a run whose sandbox is killed may take to clean up before we exit anyway.
 CLEANUP_GRACE_S = 5.0
 
@@ -137,6 +140,7 @@ def check_command(
     console.print(table)
     _print_comprehension(data)
     _print_consistency(data, outcomes)
+    _print_training(data, outcomes)
     mismatches = [o for o in outcomes if not o.matches]
     flaky = [o for o in outcomes if o.flaky]
     refs = [o for o in outcomes if o.name == "reference"]
@@ -158,7 +162,7 @@ def _print_consistency(data, outcomes: list) -> None:
     defects: found again here, or not."""
     from cvdp_gym.consistency import findings
 
-    problems = [p for p in data.problems if p.flow is not None]
+    problems = [p for p in data.problems if p.flow is not None and p.grader != REFERENCE_GRADER]
     if not problems:
         return
     failed = {o.problem_id: o.result for o in outcomes if o.name == "reference" and not o.result.passed}
@@ -183,6 +187,16 @@ def _print_consistency(data, outcomes: list) -> None:
         f"benchmark defects: {labels} labelled ({confirmed} found again here), {unlabelled} found but not labelled"
         " (a labelled problem is graded and counted in the official figure; a failure there is never the answer's)"
     )
+
+
+def _print_training(data, outcomes: list) -> None:
+    """A training set's references against themselves and their broken copies, and a note for
+    sets whose references nobody checked (``cvdp_gym.check.training_notes``)."""
+    from cvdp_gym.check import training_notes
+
+    for line in training_notes(data.problems, outcomes):
+        note = line.startswith("note: ")
+        console.print(("[yellow]note:[/] " if note else "") + escape(line.removeprefix("note: ")), soft_wrap=True)
 
 
 def _interval(passed: int, total: int) -> str:

@@ -1,4 +1,5 @@
-"""Download CVDP JSONL files from the Hugging Face dataset ``nvidia/cvdp-benchmark-dataset``.
+"""Download CVDP JSONL files from the Hugging Face dataset ``nvidia/cvdp-benchmark-dataset``
+(and, with ``repo_id`` and ``suffixes``, a training set's files from another dataset).
 
 Files are cached by ``huggingface_hub`` (``cache_dir`` or ``HF_HOME``), so a file is
 fetched once. A token comes from the argument, ``HF_TOKEN`` or the user's saved login.
@@ -17,10 +18,10 @@ HF_DATASET = "nvidia/cvdp-benchmark-dataset"
 DEFAULT_PATTERN = "nonagentic_code_generation_no_commercial"
 
 
-def _advice(what: str) -> str:
+def _advice(what: str, repo_id: str = HF_DATASET) -> str:
     return (
-        f"{what}. Download the JSONL once on a machine with access "
-        f"(e.g. `huggingface-cli download {HF_DATASET} --repo-type dataset`) "
+        f"{what}. Download the dataset once on a machine with access "
+        f"(e.g. `huggingface-cli download {repo_id} --repo-type dataset`) "
         "and pass its path as the dataset instead."
     )
 
@@ -32,8 +33,11 @@ def download(
     revision: str | None = None,
     token: str | None = None,
     cache_dir: str | Path | None = None,
+    suffixes: tuple[str, ...] = (".jsonl",),
 ) -> list[Path]:
-    """Fetch the dataset's JSONL files whose name contains ``pattern`` (or equals it).
+    """Fetch the dataset's files ending in one of ``suffixes`` (JSONL by default) whose name
+    contains ``pattern`` (or equals it: then the file list is not asked for, so a file already
+    in the cache is found offline).
 
     Returns local paths in the hub cache.
     """
@@ -45,7 +49,7 @@ def download(
         ) from exc
 
     try:
-        if pattern.endswith(".jsonl"):
+        if pattern.endswith(suffixes):
             names = [pattern]
         else:
             names = [
@@ -53,10 +57,10 @@ def download(
                 for name in list_repo_files(
                     repo_id, repo_type="dataset", revision=revision, token=token
                 )
-                if name.endswith(".jsonl") and pattern in name
+                if name.endswith(suffixes) and pattern in name
             ]
         if not names:
-            raise HubUnavailable(f"no .jsonl file in {repo_id} matches {pattern!r}")
+            raise HubUnavailable(f"no {' or '.join(suffixes)} file in {repo_id} matches {pattern!r}")
         return [
             Path(
                 hf_hub_download(
@@ -74,5 +78,5 @@ def download(
         raise
     except Exception as exc:  # httpx/requests connection errors, HTTP errors, offline mode
         raise HubUnavailable(
-            _advice(f"cannot reach the Hugging Face hub for {repo_id} ({type(exc).__name__}: {exc})")
+            _advice(f"cannot reach the Hugging Face hub for {repo_id} ({type(exc).__name__}: {exc})", repo_id)
         ) from exc

@@ -14,6 +14,14 @@ interface errors show the compiler's messages (a port the test bench connects th
 module lacks), and ``tests`` shows the mismatch counts and what the test bench printed
 (VerilogEval's ``Hint:`` lines: which outputs mismatched and when first).
 
+An answer graded against a reference design (the ``reference`` grader: training sets) is
+told, from ``interface`` on, how its ports differ from the reference's, and where its
+behaviour first differs: the first mismatching cycle of the simulation with the inputs of
+the cycles that led there and, per output, the expected and the actual value; or, when
+only the formal stage found a difference, the counterexample's inputs step by step. That
+is what the specification already implies, never the reference's code (only port names and
+values are shown). ``tests`` adds the mismatch count of each output.
+
 Every part is bounded; the whole text is at most ``max_chars`` characters.
 """
 
@@ -30,6 +38,7 @@ from cvdp_gym.harness.results import (
     RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
+    UNSUPPORTED,
     compile_errors,
 )
 
@@ -39,6 +48,10 @@ MAX_FEEDBACK_CHARS = 3000
 #: Compiler lines and failing tests shown at most.
 MAX_COMPILER_LINES = 12
 MAX_FAILED_TESTS = 5
+#: Reference grader: cycles (or formal steps) shown before a difference, and the longest value shown.
+MAX_HISTORY_ROWS = 8
+MAX_VALUE_CHARS = 40
+REFERENCE_FLOW = "reference"
 _WORKSPACE_PREFIX = re.compile(r"(?<![\w/])/code/")
 
 
@@ -47,14 +60,23 @@ def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEE
     if mode not in FEEDBACK_MODES:
         raise ConfigError(f"unknown feedback mode {mode!r}; expected one of {FEEDBACK_MODES}")
     level = FEEDBACK_MODES.index(mode)
-    lines = [_verdict(result)]
+    against_reference = problem.flow == REFERENCE_FLOW
+    lines = [_verdict(result, against_reference)]
     if result.failure_class == BUILD_ERROR:
         lines += ["Compiler messages:", *compiler_lines(result)]
     elif result.failure_class == INTERFACE_ERROR and level >= 1:
-        lines += compiler_lines(result) if problem.flow is not None else interface_lines(result, problem)
+        if against_reference:
+            lines += [f"- {part.strip()[:300]}" for part in result.reason.split(";")[:MAX_COMPILER_LINES]]
+        else:
+            lines += compiler_lines(result) if problem.flow is not None else interface_lines(result, problem)
     elif result.failure_class in (TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT) and result.syntax_ok and level >= 1:
-        lines.append("The module's interface matches what the tests expect.")
-        if level >= 2:
+        lines.append(
+            "The module's ports match the specification." if against_reference
+            else "The module's interface matches what the tests expect."
+        )
+        if against_reference:
+            lines += reference_lines(result, counts=level >= 2)
+        elif level >= 2:
             lines += test_lines(result)
     lines.append(_REQUEST)
     text = "\n".join(lines)
@@ -64,11 +86,17 @@ def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEE
 _REQUEST = "Fix the design and answer again with the complete corrected file(s)."
 
 
-def _verdict(result: GradeResult) -> str:
+def _verdict(result: GradeResult, against_reference: bool = False) -> str:
     """One line every mode gives: how far the answer got."""
     cls = result.failure_class
     if result.passed:
         return "Every test passed."
+    if cls == UNSUPPORTED:
+        return f"The answer could not be graded: {result.reason[:300]}"
+    if against_reference and cls == TEST_FAILURE:
+        return "The design compiles, but it does not behave as specified."
+    if against_reference and cls == INTERFACE_ERROR:
+        return "The module or its ports do not match the specified interface."
     if cls == FORMAT_ERROR:
         return f"No code could be taken from the answer: {result.reason}. Put each file in a fenced code block."
     if cls == BUILD_ERROR:
@@ -124,3 +152,68 @@ def test_lines(result: GradeResult) -> list[str]:
     if hidden > 0:
         lines.append(f"- ... and {hidden} more")
     return lines
+
+
+def reference_lines(result: GradeResult, *, counts: bool = False) -> list[str]:
+    """Where an answer first behaves differently from the reference design: the simulation's
+    first mismatch, else the formal counterexample (port names and values only)."""
+    official = result.official or {}
+    simulation, formal = official.get("simulation") or {}, official.get("formal") or {}
+    first = simulation.get("first")
+    lines: list[str] = []
+    if first:
+        compared = simulation.get("cycles", 0)
+        failed = compared - simulation.get("matched", 0)
+        clocks = ", ".join(first.get("clocks") or [])
+        timing = (
+            f"one row per period of {clocks}: inputs applied after its edge, outputs read before the next"
+            if clocks else "one row per input vector"
+        )
+        lines.append(
+            f"In simulation, {failed} of {compared} compared cycles differ;"
+            f" the first is cycle {first.get('cycle')} ({timing})."
+        )
+        last = {"cycle": first.get("cycle"), "inputs": first.get("inputs", {})}
+        rows = [*first.get("history", [])[-(MAX_HISTORY_ROWS - 1):], last]
+        lines += ["Inputs:", *(_row("cycle", r.get("cycle"), r.get("inputs", {})) for r in rows)]
+        lines += ["Outputs at that cycle:", *_expected_got(first)]
+        if counts:
+            per_output = ", ".join(f"{name}: {n}" for name, n in (simulation.get("mismatches") or {}).items() if n)
+            lines.append(f"Mismatching cycles per output: {per_output}")
+    elif formal.get("verdict") == "counterexample" and formal.get("trace"):
+        trace = formal["trace"]
+        if not (official.get("interface") or {}).get("sequential", True):
+            lines.append("A formal check found inputs for which the outputs differ:")
+        else:
+            steps = (
+                "one step per clock cycle" if formal.get("model") == "cycle"
+                else "one step per instant: clocks are inputs too"
+            )
+            lines.append(
+                f"A formal check found an input sequence, starting from reset, after which the outputs differ at step"
+                f" {trace[-1].get('step')} ({steps}; the reset is held in the first step(s)):"
+            )
+        shown = trace[-MAX_HISTORY_ROWS:]
+        if len(trace) > len(shown):
+            lines.append(f"  ... {len(trace) - len(shown)} earlier step(s) not shown")
+        lines += [_row("step", step.get("step"), step.get("inputs", {})) for step in shown]
+        lines += ["Outputs at that step:", *_expected_got(trace[-1])]
+    else:
+        lines.append(result.reason[:500])
+    return lines
+
+
+def _row(unit: str, index: object, inputs: dict) -> str:
+    values = " ".join(f"{name}={_short(value)}" for name, value in inputs.items())
+    return f"  {unit} {index}: {values}"[:600]
+
+
+def _expected_got(where: dict) -> list[str]:
+    expected, got = where.get("expected") or {}, where.get("got") or {}
+    shown = list(expected)[: MAX_FAILED_TESTS * 2]
+    return [f"  {name}: expected {_short(expected[name])}, got {_short(got.get(name, '?'))}" for name in shown]
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."

@@ -3,8 +3,9 @@
 A CVDP answer's files come from :func:`cvdp_gym.parsers.response.extract_files`; the other
 benchmarks extract as their own scripts do: VerilogEval v2 as ``sv-generate`` writes a
 sample file (:func:`.verilog_eval.sample_file`), VerilogEval v1 a completion
-(:func:`.verilog_eval.completion`), RTLLM the design file (the first fenced block, else
-the text: its repository has no extraction script, and this is what its users do). Never
+(:func:`.verilog_eval.completion`), RTLLM and the training sets graded against a reference
+design the design file (the first fenced block, else the text: RTLLM's repository has no
+extraction script, and this is what its users do). Never
 raises. A benchmark answer's extraction always yields its file, as the benchmark's script
 writes one whatever the answer holds; ``method`` is ``none`` when it held no code at all,
 which the grader scores ``format_error`` after the benchmark's own verdict is taken.
@@ -33,7 +34,7 @@ _CODE = re.compile(
 def extract_answer(problem: Problem, response: str) -> Extraction:
     """The files ``problem``'s answer provides, extracted as its benchmark extracts them."""
     flow = problem.flow
-    if flow is None or flow == "rtllm":
+    if flow is None or flow in ("rtllm", "reference"):
         return extract_files(response, list(problem.targets))
     text, ex = answer_text(response)
     target = problem.targets[0]

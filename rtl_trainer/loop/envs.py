@@ -1,7 +1,8 @@
 """The trainer's view of CVDP: environments built from a run's config, which problems it
 trains on, how simulations are spread (the grading executor), and sampling settings.
 
-Only the environments' public Gymnasium API and documented ``info`` keys are used.
+Only the environments' public Gymnasium API and documented ``info`` keys are used, and
+:mod:`cvdp_gym.decontaminate` to refuse a training set that overlaps the evaluation set.
 """
 
 from __future__ import annotations
@@ -38,10 +39,18 @@ def grading_threads(config: TrainConfig, executor: GradeExecutor | None) -> int:
 
 
 def make_env_factory(
-    config: TrainConfig, *, cache: bool | None = None, executor: GradeExecutor | None = None
+    config: TrainConfig, *, cache: bool | None = None, executor: GradeExecutor | None = None, training: bool = True
 ) -> Callable[[], gym.Env]:
-    """Environments over the configured problems (the trainer's only view of CVDP)."""
+    """Environments over the configured problems (the trainer's only view of CVDP).
+
+    For a ``training`` run (the default: ``Trainer`` and ``run_sft`` build their environments
+    here before they load a model), first ``refuse_overlap``: a training set that overlaps
+    ``decontaminate_against`` stops the run before it starts. An evaluation passes False.
+    """
     import cvdp_gym  # noqa: F401  (registers the environments)
+
+    if training:
+        refuse_overlap(config)
 
     extra: dict[str, Any] = {}
     if "Refine" in config.env:
@@ -68,14 +77,58 @@ def make_env_factory(
     return make
 
 
+def refuse_overlap(config: TrainConfig) -> None:
+    """Raise a one-line ``ConfigError`` naming the training problems that are near-copies of
+    problems of ``config.decontaminate_against`` (nothing to check where that is None or empty).
+
+    The training problems are the dataset's after ``ids``, ``categories``, ``difficulty`` and
+    ``exclude_simulators`` (a superset of what an environment keeps: it also drops problems of
+    the other kind, agentic or not); the test is ``cvdp-gym decontaminate``'s default preset
+    with ``decontaminate_rouge_l`` as the specification's ROUGE-L threshold.
+    """
+    against = config.decontaminate_against
+    if not against:
+        return
+    from cvdp_gym.data import load_dataset
+    from cvdp_gym.decontaminate import decontaminate, evaluation_problems, thresholds_for
+    from cvdp_gym.errors import CvdpGymError
+
+    try:
+        training = load_dataset(config.dataset, ids=config.ids, categories=config.categories,
+                                difficulty=config.difficulty, benchmark_dir=config.benchmark_dir).problems
+    except CvdpGymError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        thresholds = thresholds_for("default", spec_rouge_l=config.decontaminate_rouge_l)
+        evaluation = evaluation_problems(against)
+    except CvdpGymError as exc:
+        raise ConfigError(f"decontaminate_against: {exc}") from None
+    training = [p for p in training if not _simulator_excluded(p, config)]
+    flagged = [r for r in decontaminate(training, evaluation, thresholds) if r.flagged]
+    if not flagged:
+        return
+    named = ", ".join(f"{r.training_id} ~ {r.nearest[0].evaluation_id}" for r in flagged[:NAMED_OVERLAPS])
+    more = f" and {len(flagged) - NAMED_OVERLAPS} more" if len(flagged) > NAMED_OVERLAPS else ""
+    raise ConfigError(
+        f"the training set {config.dataset} overlaps {', '.join(against)}: {len(flagged)} of {len(training)} "
+        f"training problems are near-copies ({thresholds.describe()}): {named}{more}; remove them "
+        f"(cvdp-gym decontaminate {config.dataset} {' '.join(f'--against {a}' for a in against)} --out DIR "
+        "writes the training set without them) or set decontaminate_against to null"
+    )
+
+
+#: Overlapping training problems named in ``refuse_overlap``'s error (the rest are counted).
+NAMED_OVERLAPS = 5
+
+
+def _simulator_excluded(problem: Any, config: TrainConfig) -> bool:
+    env_file = next((t for p, t in problem.harness.items() if p.endswith(".env")), "")
+    return any(sim in env_file for sim in config.exclude_simulators)
+
+
 def problem_ids(env: gym.Env, config: TrainConfig) -> list[str]:
     """The problems a run trains on, minus those whose simulator was excluded."""
-    ids = []
-    for problem in env.unwrapped.problems:
-        env_file = next((t for p, t in problem.harness.items() if p.endswith(".env")), "")
-        if any(sim in env_file for sim in config.exclude_simulators):
-            continue
-        ids.append(problem.id)
+    ids = [problem.id for problem in env.unwrapped.problems if not _simulator_excluded(problem, config)]
     if not ids:
         raise ConfigError("no problems left to train on after the filters")
     return ids

@@ -5,27 +5,40 @@ files located by :mod:`.sources`); ``detect(path)`` recognises a copy of one fro
 layout, so a folder or file can be named directly (``cvdp-gym eval path/to/verilog-eval``).
 :func:`cvdp_gym.data.load_dataset` uses both, so every command and environment that takes a
 dataset takes a benchmark.
+
+Training sets (:mod:`.training`, :mod:`.training_layouts`: ``reference-set``, ``codev-r1``,
+``verithoughts``, ``rtlcoder``) are benchmarks too, graded against their references: a
+file or folder of one is recognised by its first row (after VerilogEval v1's ``.jsonl``,
+so CVDP and VerilogEval files load as before), and ``locate``/``fetch`` here send them to
+their own file finding (the user's files, an environment variable, a Hugging Face dataset)
+instead of a pinned commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cvdp_gym.data.benchmark import Benchmark, BenchmarkSpec, Pin, parse_spec
+from cvdp_gym.data.benchmarks import sources
 from cvdp_gym.data.benchmarks.rtllm import RtllmV2, RtllmV11, design_folders
-from cvdp_gym.data.benchmarks.sources import checksum, fetch, locate
+from cvdp_gym.data.benchmarks.sources import checksum
+from cvdp_gym.data.benchmarks.training import TrainingSet
+from cvdp_gym.data.benchmarks.training_files import data_files, first_row
+from cvdp_gym.data.benchmarks.training_layouts import CodevR1, ReferenceSet, RtlCoder, VeriThoughts
 from cvdp_gym.data.benchmarks.verilog_eval import VerilogEvalV2
 from cvdp_gym.data.benchmarks.verilog_eval_v1 import VerilogEvalV1, descriptions_in, is_record
-from cvdp_gym.data.problems import Dataset, Problem
+from cvdp_gym.data.problems import Dataset, Problem, Skipped
 from cvdp_gym.errors import DatasetError
 from cvdp_gym.jsonl import JsonlError, iter_json
 
 __all__ = [
     "BENCHMARKS",
+    "TRAINING_SETS",
     "Benchmark",
     "BenchmarkSpec",
     "Pin",
+    "TrainingSet",
     "benchmark",
     "checksum",
     "detect",
@@ -36,8 +49,32 @@ __all__ = [
     "parse_spec",
 ]
 
+#: The training sets, in the order a file's first row is matched against their layouts
+#: (the published layouts first, the generic one last).
+TRAINING_SETS: tuple[TrainingSet, ...] = (CodevR1(), VeriThoughts(), RtlCoder(), ReferenceSet())
 #: Every benchmark beside CVDP, by dataset name.
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (VerilogEvalV2(), VerilogEvalV1(), RtllmV2(), RtllmV11())}
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b for b in (VerilogEvalV2(), VerilogEvalV1(), RtllmV2(), RtllmV11(), *TRAINING_SETS)
+}
+
+
+def locate(bench: Benchmark, explicit: str | Path | None = None) -> Path:
+    """Where ``bench``'s files are (:func:`.sources.locate`; a training set: its first data file's
+    folder, or the file itself, as :meth:`.TrainingSet.locate_files` finds them)."""
+    if isinstance(bench, TrainingSet):
+        files = bench.locate_files(explicit, {})
+        return files[0] if len(files) == 1 else files[0].parent
+    return sources.locate(bench, explicit)
+
+
+def fetch(
+    bench: Benchmark, *, url: str | None = None, force: bool = False, log: Callable[[str], None] = print,
+) -> Path:
+    """Fetch a benchmark's pinned commit (:func:`.sources.fetch`), or a training set's default
+    files from its Hugging Face dataset (``url`` and ``force`` do not apply to those)."""
+    if isinstance(bench, TrainingSet):
+        return bench.fetch_default(log)
+    return sources.fetch(bench, url=url, force=force, log=log)
 
 
 def benchmark(name: str) -> Benchmark:
@@ -58,7 +95,10 @@ def detect(path: Path) -> tuple[Benchmark, Path, tuple[str, ...]] | None:
 
     A VerilogEval v2 clone (or one ``dataset_<task>`` folder of it), a VerilogEval v1 clone
     (or one of its ``.jsonl`` files), an RTLLM clone (nested design folders: v2.0; flat:
-    v1.1) or one design folder.
+    v1.1) or one design folder; else a training set's file or folder, by its first row
+    (``.jsonl``, ``.json``, ``.parquet``). A Parquet file is read by nothing else: one of no
+    known layout, or unreadable, raises a one-line ``DatasetError`` (no pyarrow:
+    ``MissingDependencyError``).
     """
     v2, v1 = BENCHMARKS["verilog-eval-v2"], BENCHMARKS["verilog-eval-v1"]
     if path.is_dir():
@@ -73,13 +113,29 @@ def detect(path: Path) -> tuple[Benchmark, Path, tuple[str, ...]] | None:
         if folders:
             nested = any(len(f.relative_to(path).parts) > 1 for f in folders)
             return BENCHMARKS["rtllm-v2" if nested else "rtllm-v1.1"], path, ()
-        return None
+        training = _training_set_for(path)
+        return (training, path, ()) if training is not None else None
     if path.suffix == ".jsonl" and path.is_file() and _first_record_is_v1(path):
         for task, label in (("human", "Human"), ("machine", "Machine")):
             if label.lower() in path.name.lower():
                 return v1, path, (task,)
         return v1, path, ("human",)
-    return None
+    training = _training_set_for(path)
+    return (training, path, ()) if training is not None else None
+
+
+def _training_set_for(path: Path) -> TrainingSet | None:
+    """The training set whose layout the first row of ``path``'s first data file has."""
+    files = data_files(path)
+    if not files:
+        return None
+    record = first_row(files[0])
+    found = next((s for s in TRAINING_SETS if s.matches(record)), None)
+    if found is None and files[0].suffix == ".parquet":
+        fields = ", ".join(sorted(map(str, record))) if isinstance(record, dict) else "no rows"
+        layouts = "; ".join(f"{s.name}: {s.layout}" for s in TRAINING_SETS)
+        raise DatasetError(f"{files[0]}: no training-set layout has these columns ({fields}); known: {layouts}")
+    return found
 
 
 def _first_record_is_v1(path: Path) -> bool:
@@ -105,10 +161,11 @@ def load_benchmark(
 
     ``ids`` keeps problems by id or by the benchmark's own name (``Prob001_zero``);
     ``categories`` by task or category; ``difficulty`` matches nothing (these benchmarks
-    grade none). ``include_unsupported`` and ``lenient`` are accepted for symmetry with
-    CVDP files (nothing here is unsupported or skipped line by line).
+    grade none). ``include_unsupported`` is accepted for symmetry with CVDP files (nothing
+    here is unsupported); ``lenient`` skips a training set's bad rows (with the reason in
+    ``Dataset.skipped``) instead of failing on the first.
     """
-    del include_unsupported, lenient
+    del include_unsupported
     text = str(spec)
     found = detect(Path(text)) if not is_benchmark_spec(text) else None
     if found is not None:
@@ -117,15 +174,21 @@ def load_benchmark(
     else:
         parsed = parse_spec(text)
         bench = benchmark(parsed.name)
-        root = locate(bench, benchmark_dir)
+        root = None if isinstance(bench, TrainingSet) else locate(bench, benchmark_dir)
         tasks, options = parsed.tasks, dict(parsed.options)
     options = bench.options(options)
-    if root.is_file():  # one VerilogEval v1 .jsonl
+    skipped: list[Skipped] = []
+    if isinstance(bench, TrainingSet):
+        bench.check_tasks(tuple(tasks))
+        files = data_files(root) if root is not None else bench.locate_files(benchmark_dir, options)
+        problems, skipped = bench.load_files(files, options, lenient=lenient)
+    elif root is not None and root.is_file():  # one VerilogEval v1 .jsonl
         problems = _v1_file(bench, root, tasks[0] if tasks else "human")
     else:
+        assert root is not None
         problems = bench.load(root, tuple(tasks), options)
     problems = _filtered(problems, ids, categories, difficulty, text)
-    return Dataset(problems=problems, skipped=[], source=text)
+    return Dataset(problems=problems, skipped=skipped, source=text)
 
 
 def _v1_file(bench: Benchmark, path: Path, task: str) -> list[Problem]:

@@ -5,7 +5,8 @@ simulator the problem names, and returns a ``HarnessResult`` whose ``official`` 
 benchmark's own verdict (over the whole log) beside the verdict this project trusts (the
 test bench's own lines: :mod:`cvdp_gym.harness.testbench`). ``HarnessRunner.run`` hands a
 problem with a ``Problem.flow`` to ``flow_for(problem.flow)``; CVDP's cocotb harnesses keep
-their own path.
+their own path. The ``reference`` flow (``flows.reference``) is not a benchmark's: it judges
+an answer by equivalence with the problem's reference design (training sets, issue 29).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.flows.reference import ReferenceFlow
 from cvdp_gym.harness.flows.rtllm import RtllmFlow
 from cvdp_gym.harness.flows.verilog_eval import VerilogEvalV2Flow
 from cvdp_gym.harness.flows.verilog_eval_v1 import VerilogEvalV1Flow
@@ -35,7 +37,9 @@ class Flow(Protocol):
 
 
 #: Every flow, by the grader name problems give (``Problem.grader``).
-FLOWS: dict[str, Flow] = {f.name: f for f in (VerilogEvalV2Flow(), VerilogEvalV1Flow(), RtllmFlow())}
+FLOWS: dict[str, Flow] = {
+    f.name: f for f in (VerilogEvalV2Flow(), VerilogEvalV1Flow(), RtllmFlow(), ReferenceFlow())
+}
 
 
 def flow_for(name: str) -> Flow | None:
