@@ -47,7 +47,7 @@ from cvdp_gym.data.benchmarks import BENCHMARKS
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness import HarnessRunner
 from cvdp_gym.harness.results import HarnessResult
-from cvdp_gym.parity.mutants import problem_mutants
+from cvdp_gym.parity.mutants import BEHAVIOUR_KINDS, problem_mutants
 from cvdp_gym.sandbox import make_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def answers_of(chosen: list[Problem], mutants: int, seed: int) -> list[Answer]:
             continue
         target = problem.targets[0]
         out.append(Answer(problem, twin, REFERENCE, dict(problem.reference)))
-        for mutant in problem_mutants(problem, mutants, seed=seed, hang=False):
+        for mutant in problem_mutants(problem, mutants, seed=seed, kinds=BEHAVIOUR_KINDS):
             out.append(Answer(problem, twin, f"mutant:{mutant.kind}", {target: mutant.text}))
     return out
 

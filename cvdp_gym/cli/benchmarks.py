@@ -29,7 +29,9 @@ def benchmarks_list() -> None:
         try:
             where = f"[green]{escape(str(locate(bench)))}[/]"
         except DatasetError:
-            where = f"[yellow]not here[/]: cvdp-gym benchmarks fetch {bench.name}, or set {bench.env_var}"
+            fetchable = getattr(bench, "hub_repo", True)  # a training set downloads only from its hub dataset
+            how = f"cvdp-gym benchmarks fetch {bench.name}" if fetchable else f"{bench.name}?path=FILE"
+            where = f"[yellow]not here[/]: {how}, or set {bench.env_var}"
         upstream = f"{bench.pin.url} @ {bench.pin.commit[:12]} ({bench.pin.ref})"
         table.add_row(bench.name, ", ".join(bench.tasks) or "-", bench.grader, bench.toolchain, upstream, where)
     console.print(table)

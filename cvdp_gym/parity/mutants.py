@@ -5,11 +5,14 @@ one defect of ``kind`` (``KINDS``), or None where the kind does not apply (no ``
 invert, no reset, no module header to rename...). The same arguments always give the same
 text: every choice is drawn from a ``random.Random`` seeded with ``(seed, key, kind)``.
 Comments and string literals are never edited. ``problem_mutants(problem, count, ...)``
-gives up to ``count`` mutants of a problem's reference (kinds in a per-problem seeded
-order, never a text equal to the reference or to an earlier mutant), plus the zero-delay
+gives up to ``count`` mutants of a problem's reference (of ``kinds``, default ``KINDS``, in a
+per-problem seeded order, never a text equal to the reference or to an earlier mutant), plus the zero-delay
 loop where asked; ``benchmark_mutants`` picks, for a whole benchmark, the few problems that
 also get that loop (each costs the official 30 s limit). A mutant may still be a correct
-design: parity compares verdicts, it does not assume them.
+design: parity compares verdicts, it does not assume them. ``BEHAVIOUR_KINDS`` are the kinds that
+keep a design building with its ports and change what it does (with ``width``, ``case-item``
+and ``state-transition``, which parity's fixed set leaves out): the wrong answers a grader
+that rewards behaviour must catch (``scripts/bench_reference.py``).
 
 ``header``: text the answer is appended to (VerilogEval v1's completion follows the
 prompt's module header), read only to find the ports; ``top``: the module the test bench
@@ -18,6 +21,7 @@ instantiates (renamed by ``module-renamed``).
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from collections.abc import Callable, Iterable
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError
 
-__all__ = ["HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants", "reference_answer"]
+__all__ = ["BEHAVIOUR_KINDS", "HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants", "reference_answer"]
 
 #: The zero-delay infinite loop: the answer hangs until the flow's time limit.
 HANG = "zero-delay-loop"
@@ -48,6 +52,22 @@ KINDS = (
     "wire-in-always",
     "output-x",
     HANG,
+)
+#: Kinds that change behaviour and keep the design building with its interface.
+BEHAVIOUR_KINDS = (
+    "and-or",
+    "plus-minus",
+    "eq-ne",
+    "lt-ge",
+    "not-removed",
+    "bit-flip",
+    "digit",
+    "if-inverted",
+    "reset-polarity",
+    "output-x",
+    "width",
+    "case-item",
+    "state-transition",
 )
 #: What a mutant adds to a name or a design (recognisable in logs).
 SUFFIX = "_cvdp_mutant"
@@ -300,6 +320,60 @@ def _output_x(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
     return choices
 
 
+def _width(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """An internal signal's ``[N:0]`` made ``[N-1:0]`` (ports keep their widths)."""
+    edits: list[Edit] = []
+    for m in _sites(text, mask, r"\b(reg|logic|wire)\s+(?:signed\s+)?\[\s*(\d+)\s*:\s*0\s*\]"):
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if int(m.group(2)) >= 1 and not re.search(r"\b(input|output|inout)\b", line):
+            edits.append((m.start(2), m.end(2), str(int(m.group(2)) - 1)))
+    return edits
+
+
+def _case_regions(text: str, mask: list[bool]) -> list[tuple[int, int]]:
+    """(start, end) of each ``case``...``endcase`` body (nested cases give their own region)."""
+    regions, stack = [], []
+    for m in _sites(text, mask, r"\b(case[zx]?|endcase)\b"):
+        if m.group(1) == "endcase":
+            if stack:
+                start = stack.pop()
+                close = _balanced_end(text, text.find("(", start)) if text.find("(", start) >= 0 else None
+                regions.append((close + 1 if close is not None and close < m.start() else start, m.start()))
+        else:
+            stack.append(m.end())
+    return regions
+
+
+def _case_item(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """Two neighbouring case items' labels swapped (their statements now answer the other label)."""
+    edits: list[Edit] = []
+    for start, end in _case_regions(text, mask):
+        labels = [
+            m for m in _sites(text[:end], mask, r"(?m)^[ \t]*([\w'.]+(?:[ \t]*,[ \t]*[\w'.]+)*)[ \t]*:(?!:)")
+            if m.start() >= start and m.group(1) != "default"
+        ]
+        for a, b in itertools.pairwise(labels):
+            between = text[a.end(1):b.start(1)]
+            edits.append((a.start(1), b.end(1), b.group(1) + between + a.group(1)))
+    return edits
+
+
+#: A state register's name: ``state``, ``next_state``, ``ns``, ``nstate``, ``state_d``...
+_STATE = r"(?:\w*state\w*|ns|cs|next)"
+
+
+def _state_transition(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
+    """One assignment of a named state to a state register made another named state."""
+    sites = _sites(text, mask, rf"\b{_STATE}\s*(?:<=|=)\s*([A-Za-z_]\w*)\s*;", re.I)
+    names = sorted({m.group(1) for m in sites})
+    edits: list[Edit] = []
+    for m in sites:
+        others = [n for n in names if n != m.group(1)]
+        if others:
+            edits.append((m.start(1), m.end(1), others[(names.index(m.group(1)) + 1) % len(others)]))
+    return edits
+
+
 def _hang(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
     return _before_last_endmodule(text, mask, "\n  initial forever begin end\n")
 
@@ -321,6 +395,9 @@ _MAKERS: dict[str, Callable[[str, list[bool], _Context], list[Edit]]] = {
     "always-comb-no-inputs": _always_comb_no_inputs,
     "wire-in-always": _wire_in_always,
     "output-x": _output_x,
+    "width": _width,
+    "case-item": _case_item,
+    "state-transition": _state_transition,
     HANG: _hang,
 }
 
@@ -332,7 +409,7 @@ def _rng(seed: int, *parts: str) -> random.Random:
 def mutate(text: str, kind: str, *, seed: int = 0, key: str = "", top: str | None = None, header: str = "") -> str | None:
     """``text`` with one defect of ``kind``, or None where it does not apply (see the module doc)."""
     if kind not in _MAKERS:
-        raise ConfigError(f"unknown mutant kind {kind!r} (known: {', '.join(KINDS)})")
+        raise ConfigError(f"unknown mutant kind {kind!r} (known: {', '.join(_MAKERS)})")
     ports = _header_ports(header + "\n" + text) if header else _header_ports(text)
     edits = _MAKERS[kind](text, _code_mask(text), _Context(top, ports))
     if not edits:
@@ -350,12 +427,14 @@ def reference_answer(problem: Problem) -> tuple[str, str | None, str]:
     return text, (str(top) if top else None), str(problem.extra.get("header") or "")
 
 
-def problem_mutants(problem: Problem, count: int, *, seed: int = 0, hang: bool = False) -> list[Mutant]:
-    """Up to ``count`` mutants of ``problem``'s reference, distinct kinds (plus the loop if ``hang``)."""
+def problem_mutants(
+    problem: Problem, count: int, *, seed: int = 0, hang: bool = False, kinds: Iterable[str] = KINDS,
+) -> list[Mutant]:
+    """Up to ``count`` mutants of ``problem``'s reference, distinct ``kinds`` (plus the loop if ``hang``)."""
     text, top, header = reference_answer(problem)
     if not text:
         return []
-    kinds = [k for k in KINDS if k != HANG]
+    kinds = [k for k in kinds if k != HANG]
     _rng(seed, problem.id, "order").shuffle(kinds)
     seen = {text}
     out: list[Mutant] = []

@@ -16,7 +16,7 @@ Options: where the files are (``path``: a file or folder, like ``benchmark_dir``
 a Hugging Face dataset id, bare for the set's default; ``file``: which of its files;
 ``revision``), ``agentic=1`` (the episode form), and the grader's settings, validated here
 and stored in ``extra["equivalence"]`` only when given (absent keys: the grader's
-defaults): ``mode=both|simulation|formal``, ``cycles=N``, ``depth=N``, ``x=dontcare|strict``,
+defaults): ``mode=both|simulation|formal|codev-r1|verithoughts``, ``cycles=N``, ``depth=N``, ``x=dontcare|strict``,
 ``simulator=icarus|verilator``, ``formal_timeout=S``, ``seed=N``. Where no file is named the
 set's environment variable is read, then it fails with one line saying how to give one.
 
@@ -72,7 +72,7 @@ SYSTEM_MESSAGE = (
 #: Options that say where a set's files are, or how its problems are posed (not the grader's).
 SOURCE_OPTIONS = ("path", "hf", "file", "revision", "agentic")
 #: The grader's settings: options taking one of a few words, whole numbers, and seconds.
-_CHOICES = {"mode": ("both", "simulation", "formal"), "x": ("dontcare", "strict"), "simulator": ("icarus", "verilator")}
+_CHOICES = {"mode": ("both", "simulation", "formal", "codev-r1", "verithoughts"), "x": ("dontcare", "strict"), "simulator": ("icarus", "verilator")}
 #: (least, most): the bounds the reference grader itself enforces
 #: (``cvdp_gym.harness.equivalence.settings``), so a bad value fails at load, not per answer.
 _WHOLE = {"cycles": (1, 5_000_000), "depth": (1, 1000), "seed": (0, 2**63 - 1)}

@@ -106,7 +106,7 @@ def test_the_app_has_every_command_group():
         "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug", "report", "serve",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
-        "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path",
+        "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path", "decontaminate",
     }
 
 
@@ -123,12 +123,14 @@ def test_help_lists_every_option(words):
 
 # Options that share a flag but not a meaning: check's --out is a JSONL file, eval's a folder
 # of results, debug's a workspace folder (its --force replaces it, toolchain install's rebuilds);
-# report's --out is the HTML report's folder (compare's holds compare.json and compare.md);
+# report's --out is the HTML report's folder (compare's holds compare.json and compare.md,
+# decontaminate's the report and the filtered training set);
 # parity's --dataset takes fewer kinds than debug's;
 # `toolchain install --toolchain` says what gets built (and defaults to root);
 # serve's --cache defaults to the user cache (every request shares it), eval's to none;
 # `benchmarks fetch --force` fetches a benchmark's files again.
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
+             ("decontaminate", "--out"),
              ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force")}
 
 

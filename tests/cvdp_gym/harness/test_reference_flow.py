@@ -219,6 +219,9 @@ WRONG_WRAP = COUNTER.replace("4'hf", "4'he")
 WRONG_RESET_VALUE = COUNTER.replace("q <= 4'd0", "q <= 4'd1")
 WRONG_TRANSITION = DETECTOR.replace("ONEZERO: next = bit_in ? HIT : IDLE;", "ONEZERO: next = bit_in ? HIT : ONE;")
 
+#: Differs from TIMER only once the timer has counted to 200.
+CASES_DEEP_TIMER = TIMER.replace("(t == 8'hff)", "(t == 8'hff) | (t == 8'd200)")
+
 CASES: dict[str, tuple[Problem, str]] = {
     # combinational
     "alu/self": (P_ALU, ALU),
@@ -250,7 +253,7 @@ CASES: dict[str, tuple[Problem, str]] = {
     "detector/transition": (P_DETECTOR, WRONG_TRANSITION),
     "detector/output": (P_DETECTOR, DETECTOR.replace("(state == HIT)", "(state == HIT) | (state == ONEZERO)")),
     # deep in time
-    "timer/deep": (P_TIMER, TIMER.replace("(t == 8'hff)", "(t == 8'hff) | (t == 8'd200)")),
+    "timer/deep": (P_TIMER, CASES_DEEP_TIMER),
     # interface, build, cheating, early end
     "counter/renamed-port": (P_COUNTER, re.sub(r"\ben\b", "enable", COUNTER)),
     "counter/port-width": (P_COUNTER, COUNTER.replace("input en", "input [1:0] en")),
@@ -290,6 +293,14 @@ CASES: dict[str, tuple[Problem, str]] = {
         P_COUNTER, COUNTER.replace("endmodule", 'integer fd;\ninitial fd = $fopen("log.txt", "w");\nendmodule'),
     ),
     "undecided/timeout": (problem("mul", MUL, "mul", formal_timeout=2), MUL_SHIFT_ADD),
+    # the published recipes as modes
+    "codev-r1/self": (problem("counter-codev", COUNTER, "counter", mode="codev-r1"), COUNTER),
+    "codev-r1/reset-value": (problem("counter-codev", COUNTER, "counter", mode="codev-r1"), WRONG_RESET_VALUE),
+    "codev-r1/x": (problem("pick-codev", PICK, "pick", mode="codev-r1"), PICK.replace("8'bx", "8'd0")),
+    "codev-r1/two-clocks": (problem("cdc-codev", CDC, "cdc", mode="codev-r1"), CDC),
+    "verithoughts/self": (problem("counter-vt", COUNTER, "counter", mode="verithoughts"), COUNTER),
+    "verithoughts/operator": (problem("alu-vt", ALU, "alu", mode="verithoughts"), WRONG_OP),
+    "verithoughts/deep": (problem("timer-vt", TIMER, "timer", mode="verithoughts"), CASES_DEEP_TIMER),
     # Verilator
     "verilator/counter-self": (problem("counter", COUNTER, "counter", simulator="verilator"), COUNTER),
     "verilator/counter-constant": (problem("counter", COUNTER, "counter", simulator="verilator"), WRONG_WRAP),
@@ -574,6 +585,25 @@ def test_an_undecided_formal_stage_leaves_the_verdict_to_the_simulation(graded, 
     assert formal(result)["verdict"] == "undecided" and why in formal(result)["why"]
     assert simulation(result)["verdict"] == "match"
     assert result.official["label"].startswith("simulation only: the formal stage was undecided")
+
+
+def test_the_codev_r1_recipe_is_random_strict_and_one_clock(graded):
+    assert graded["codev-r1/self"].passed, graded["codev-r1/self"].reason
+    assert simulation(graded["codev-r1/self"])["cycles"] > 100 * 1000  # 100 sequences of 1,000 steps
+    assert graded["codev-r1/reset-value"].failure_class == "test_failure"
+    # ``===``: the reference's X is a mismatch, where the default mode calls it a don't-care.
+    assert graded["codev-r1/x"].failure_class == "test_failure" and graded["x/dontcare"].passed
+    two = graded["codev-r1/two-clocks"]
+    assert two.failure_class == "unsupported" and "one clock" in two.reason
+
+
+def test_the_verithoughts_recipe_is_50_steps_from_zero(graded):
+    assert graded["verithoughts/self"].passed, graded["verithoughts/self"].reason
+    assert formal(graded["verithoughts/self"])["verdict"] == "bounded" and formal(graded["verithoughts/self"])["depth"] == 50
+    assert graded["verithoughts/operator"].failure_class == "test_failure"
+    assert formal(graded["verithoughts/operator"])["verdict"] == "counterexample"
+    # Its hole: a bug 200 counts deep passes the recipe; the default mode's simulation finds it.
+    assert graded["verithoughts/deep"].passed and not graded["timer/deep"].passed
 
 
 def test_verilator_gives_icaruss_verdicts(graded):

@@ -32,6 +32,7 @@ from cvdp_gym.parity.benchmarks import benchmark_answers, run_benchmark_parity
 from cvdp_gym.parity.benchmarks.verilog_eval_v1 import enable_execution
 from cvdp_gym.parity.compare import benchmark_summary_json
 from cvdp_gym.parity.mutants import (
+    BEHAVIOUR_KINDS,
     HANG,
     KINDS,
     SUFFIX,
@@ -95,6 +96,36 @@ def test_each_kind_changes_the_text_as_it_says(kind):
     assert mutated is not None and mutated != RICH
     assert EFFECTS[kind](mutated), mutated
     assert mutated.split("\n", 1)[0] == RICH.split("\n", 1)[0], "a comment was edited"
+
+
+#: A made-up state machine for the behaviour-only kinds parity leaves out.
+MACHINE = """module fsm (input clk, input go, output reg [1:0] out);
+  localparam IDLE = 2'd0, RUN = 2'd1, DONE = 2'd2;
+  reg [1:0] state;
+  reg [3:0] count;
+  always @(posedge clk) begin
+    case (state)
+      IDLE: state <= go ? RUN : IDLE;
+      RUN: state <= DONE;
+      default: state <= IDLE;
+    endcase
+    count <= count + 4'd1;
+  end
+  always @(*) out = state;
+endmodule
+"""
+
+
+@pytest.mark.parametrize(("kind", "effect"), [
+    ("width", lambda m: "reg [0:0] state;" in m or "reg [2:0] count;" in m),
+    ("case-item", lambda m: "RUN: state <= go ? RUN : IDLE;" in m and "IDLE: state <= DONE;" in m),
+    ("state-transition", lambda m: m.count("IDLE") != MACHINE.count("IDLE") or m.count("DONE") != MACHINE.count("DONE")),
+])
+def test_behaviour_kinds_keep_the_ports_and_change_the_design(kind, effect):
+    assert kind in BEHAVIOUR_KINDS and kind not in KINDS
+    mutated = mutate(MACHINE, kind, seed=0, key="fsm")
+    assert mutated is not None and effect(mutated), mutated
+    assert mutated.split("\n", 1)[0] == MACHINE.split("\n", 1)[0], "a port changed"
 
 
 def test_kinds_that_do_not_apply_give_none():

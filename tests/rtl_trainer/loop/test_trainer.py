@@ -120,6 +120,39 @@ def test_rl_steps_write_metrics_rollouts_and_checkpoints(tiny, tmp_path):
     assert [c["step"] for c in map(json.loads, (run / "checkpoints.jsonl").read_text().splitlines())] == [0, 1]
 
 
+TRAINING_SET = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "generic.jsonl"
+
+
+def test_rl_on_a_reference_only_training_set_is_rewarded_by_equivalence(tiny, tmp_path):
+    """A made-up set of specifications and reference designs (no test bench) trains: the
+    environments the trainer builds reward the reference fully, a broken copy partly, through
+    the reference-equivalence grader; one RL step runs on the set's problems."""
+    from rtl_trainer.loop.envs import make_env_factory
+
+    run = tmp_path / "rl-reference"
+    config = base_config(run, mode="rl", student=str(tiny), steps=1, dataset=str(TRAINING_SET), ids=None)
+    env = make_env_factory(config)()
+    env.reset(options={"problem_id": "reference-set.step_counter"})
+    reference = next(p for p in env.unwrapped.problems if p.id == "reference-set.step_counter")
+    code = next(iter(reference.reference.values()))
+    assert "q + 4'd3" in code
+    _, right, _, _, right_info = env.step(f"```verilog\n{code}```")
+    env.reset(options={"problem_id": "reference-set.step_counter"})
+    broken = code.replace("q + 4'd3", "q + 4'd2")
+    _, wrong, _, _, wrong_info = env.step(f"```verilog\n{broken}```")
+    env.close()
+    assert right_info["passed"] and right_info["official"]["simulation"]["verdict"] == "match"
+    # Shaped: format, syntax and the interface earn the broken copy part of the reward.
+    assert not wrong_info["passed"] and wrong_info["failure_class"] == "test_failure" and 0.0 < wrong < right
+    assert wrong_info["official"]["simulation"]["first"]["cycle"] >= 0
+
+    Trainer(config, service(tiny, run)).run()
+    rollouts = [json.loads(line) for line in (run / "rollouts" / "step_00000.jsonl").read_text().splitlines()]
+    assert len(rollouts) == 4 and all(r["problem_id"].startswith("reference-set.") for r in rollouts)
+    assert all(isinstance(r["reward"], float) for r in rollouts)
+    assert [r["step"] for r in RunLog(run).metrics()] == [0]
+
+
 def test_distill_from_an_identical_teacher_has_zero_kl(tiny, tmp_path):
     run = tmp_path / "distill"
     config = base_config(run, mode="distill", student=str(tiny), teacher=str(tiny), steps=1, kl_penalty_coef=1.0)
