@@ -164,10 +164,22 @@ def _train(mode: str, config_file: Path | None, settings: list[str] | None, resu
     from rtl_trainer.loop.train import Trainer
 
     config = _config(config_file, settings, mode, overrides)
+    service = _service(config)
+    status = "errored"
     try:
-        Trainer(config, _service(config), console=console).run(resume=resume)
+        Trainer(config, service, console=console).run(resume=resume)
+        status = "success"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
     except (TrackingError, InfrastructureError) as exc:  # tracking: before training starts; infrastructure: a step over max_infra_frac
         raise _fail(str(exc)) from None
+    finally:
+        if config.backend == "tinker":  # the Tinker session ends with how the run ended
+            try:
+                service.close(status)
+            except Exception as exc:  # the run's own outcome matters more than the goodbye
+                console.print(f"[yellow]could not close the Tinker session ({status}): {exc}[/]")
     console.print(f"run directory: {config.run_dir}")
 
 

@@ -94,11 +94,11 @@ class TrainConfig:
     grade_executor: str = field(default="threads", metadata={"help": "Where simulations run: threads (grade_workers threads here), processes[:N] or ray[:ADDRESS] (one Ray task per answer on the cluster's CPUs; see the README)."})
     grade_deadline_s: float | None = field(default=None, metadata={"help": "Seconds an answer may take to be graded after it is sampled (so the step waits at most this long after its last sample); late ones are dropped (see late_answers). None: wait for every verdict."})
     late_answers: str = field(default="drop", metadata={"help": "Answers past grade_deadline_s: drop (a slow verdict says nothing about the answer) or timeout (scored as a harness timeout: format credit only)."})
-    max_infra_frac: float = field(default=0.5, metadata={"help": "Stop the run (after saving) when more than this share of a step's answers could not be graded for reasons not theirs (sandbox would not start, harness_error, lost worker), even after one re-grade; such answers are left out of their group either way. 1.0: never stop."})
+    max_infra_frac: float = field(default=0.5, metadata={"help": "Stop the run (after saving) when more than this share of a step's answers could not be graded for reasons not theirs (sandbox would not start, lost worker), even after one re-grade (a broken harness is not counted: it is excluded, never re-graded); such answers are left out of their group either way. 1.0: never stop."})
     save_every: int = field(default=5, metadata={"help": "Save a checkpoint every N steps and after the last (0: only after the last)."})
     prices: dict[str, float] | None = field(default=None, metadata={"help": "USD per million tokens for a per-step cost estimate in metrics.jsonl: any of train, prefill, sample, teacher_prefill (the service bills hourly, not per step)."})
-    eval_every: int = field(default=0, metadata={"help": "Evaluate every N steps (0: no periodic eval); reserved: the loop does not read it yet."})
-    eval_samples: int = field(default=1, metadata={"help": "Samples per problem in the periodic eval; reserved: the loop does not read it yet."})
+    eval_every: int = field(default=0, metadata={"help": "Evaluate the weights after every N steps on the run's problems (rl, distill): their pass rate and mean reward go into that step's metrics as eval/pass_rate and eval/mean_reward (0: no periodic eval)."})
+    eval_samples: int = field(default=1, metadata={"help": "Samples per problem in the periodic eval (eval_every), at the run's temperature."})
     seed: int = field(default=0, metadata={"help": "Seed for problem order and sampling."})
     run_dir: str = field(default="runs/train", metadata={"help": "Run directory (config.json, metrics.jsonl, checkpoints.jsonl, rollouts/)."})
     log_to: str = field(default="jsonl", metadata={"help": "Where metrics go, comma-separated: jsonl, wandb, mlflow (e.g. jsonl,wandb). metrics.jsonl is always written, whatever this says: --resume and rtl-train plot read it. wandb and mlflow need their extras (pip install 'cvdp-gym[wandb]' or '[mlflow]')."})
@@ -109,7 +109,6 @@ class TrainConfig:
     log_checkpoints: str = field(default="none", metadata={"help": "Checkpoints uploaded to W&B / MLflow as artifacts: none, final (the last step's) or all. Local checkpoints only; each is the model's (or adapter's) full state."})
     sft_source: str = field(default="reference", metadata={"help": "sft: reference, or candidate:NAME (a bundled known-wrong candidate); COUNT*SOURCE+... mixes them."})
     sft_strip_comments: bool = field(default=False, metadata={"help": "sft: train on reference solutions without comments (shorter)."})
-    sft_epochs: int = field(default=1, metadata={"help": "sft: passes over the examples; reserved: run_sft takes steps, not epochs."})
     batch_size: int = field(default=8, metadata={"help": "Examples per step (sft)."})
 
     @classmethod
@@ -183,6 +182,8 @@ class TrainConfig:
             raise ConfigError(f"log_checkpoints must be none, final or all, not {self.log_checkpoints!r}")
         if self.log_samples < 0:
             raise ConfigError("log_samples must be >= 0")
+        if self.eval_every < 0 or self.eval_samples < 1:
+            raise ConfigError("eval_every must be >= 0 and eval_samples >= 1")
         if self.group_size < 1 or self.groups_per_step < 1 or self.steps < 0:
             raise ConfigError("group_size and groups_per_step must be >= 1, steps >= 0")
         if self.num_minibatches < 1:

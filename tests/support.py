@@ -295,6 +295,15 @@ class RefusingSandbox:
         return False
 
 
+def broken_harness(problem: Any) -> Any:
+    """``problem`` (renamed) with a test bench that fails to import: a defect of the problem,
+    graded ``harness_error`` on every try, whatever the answer."""
+    import dataclasses
+
+    harness = {**problem.harness, "src/test_runner.py": "import not_a_module_anywhere\n\n\ndef test_x():\n    pass\n"}
+    return dataclasses.replace(problem, id=f"{problem.id}_broken_harness", harness=harness)
+
+
 class _Links(HTMLParser):
     """The link targets of one HTML page: ``(tag, target)`` of a/img/link/script."""
 

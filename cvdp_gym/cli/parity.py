@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -153,17 +153,8 @@ def _print(rows: list, summary: dict) -> None:
         )
         if row.randomised:
             console.print(f"  randomised harness: {escape('; '.join(row.randomised))}", soft_wrap=True)
-        console.print(f"  official logs: {escape(', '.join(row.official.logs) or '-')}", soft_wrap=True)
-        console.print(f"  here, log tail:\n{escape(row.ours.log_tail[-1500:])}", soft_wrap=True, highlight=False)
-        console.print(f"  official, log tail:\n{escape(row.official.log_tail[-1500:])}", soft_wrap=True, highlight=False)
-    left = [r for r in rows if r.status == LEFT_OUT]
-    if left:
-        why = Table(title=f"left out of the comparison: {len(left)} (not verdicts)")
-        for column in ("problem", "answer", "why"):
-            why.add_column(column, overflow="fold")
-        for row in left:
-            why.add_row(escape(row.answer.problem.id), escape(row.answer.name), escape(row.why_left_out))
-        console.print(why)
+        _print_logs(row)
+    _print_left_out(rows)
 
 
 def _benchmark_parity(
@@ -234,9 +225,21 @@ def _print_benchmark(rows: list, summary: dict) -> None:
         )
         if row.answer.problem.defect:
             console.print(f"  known defect: {escape(row.answer.problem.defect)}", soft_wrap=True)
-        console.print(f"  official logs: {escape(', '.join(row.official.logs) or '-')}", soft_wrap=True)
-        console.print(f"  here, log tail:\n{escape(row.ours.log_tail[-1500:])}", soft_wrap=True, highlight=False)
-        console.print(f"  official, log tail:\n{escape(row.official.log_tail[-1500:])}", soft_wrap=True, highlight=False)
+        _print_logs(row)
+    _print_left_out(rows)
+
+
+def _print_logs(row: Any) -> None:
+    """A disagreeing row's logs: where the official ones are, and both tails."""
+    console.print(f"  official logs: {escape(', '.join(row.official.logs) or '-')}", soft_wrap=True)
+    console.print(f"  here, log tail:\n{escape(row.ours.log_tail[-1500:])}", soft_wrap=True, highlight=False)
+    console.print(f"  official, log tail:\n{escape(row.official.log_tail[-1500:])}", soft_wrap=True, highlight=False)
+
+
+def _print_left_out(rows: Sequence[Any]) -> None:
+    """The answers left out of the comparison, and why (they are not verdicts)."""
+    from cvdp_gym.parity import LEFT_OUT
+
     left = [r for r in rows if r.status == LEFT_OUT]
     if left:
         why = Table(title=f"left out of the comparison: {len(left)} (not verdicts)")

@@ -168,7 +168,7 @@ class AgenticEnv(CVDPEnvBase):
     | `log_tail` | **str** | last step | The end of the compiler or simulator output (bounded), wall-clock numbers replaced by `<t>`. |
     | `excluded` | **bool** | last step | Not the answer's fault: leave it out. |
     | `late` | **bool** | last step | Always False here (no grading deadline). |
-    | `infra_failure` | **bool** | last step | The grading machinery failed, not the answer (`harness_error`, `infra_error`). |
+    | `infra_failure` | **bool** | last step | The grading machinery failed, not the answer (`infra_error`). |
     | `reward` | **float** | last step | The grade's reward; the step returns it plus `shaping`. |
     | `agent` | **dict** | last step with agent | How the agent's run ended: `name`, `command`, `exit_code`, `timed_out`, `end_reason`, `status` (its own word, where it leaves one), `wall_s`, `output` (head and tail), `requests`, `refused`, `prompt_tokens`, `completion_tokens`. |
     | `agent_exchanges` | **list[dict]** | last step with agent | Every request the agent sent through the proxy and its answer (see docs/agents.md). |

@@ -141,9 +141,9 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `official` | **dict** | A benchmark's own verdict by its own rule over the whole log (empty for CVDP). |
     | `extraction` | **dict** | How the code was found (each environment says which keys). |
     | `log_tail` | **str** | The end of the compiler or simulator output (bounded). |
-    | `excluded` | **bool** | Not the answer's fault (toolchain gap, unsupported; for comprehension answers, not judged or a judge error): leave it out of training and scores. |
+    | `excluded` | **bool** | Not the answer's fault (toolchain gap, unsupported, a broken harness; for comprehension answers, not judged or a judge error): leave it out of training and scores. |
     | `late` | **bool** | Not graded by the `grading_deadline` (then scored `timeout`). |
-    | `infra_failure` | **bool** | The grading machinery failed, not the answer (`harness_error`, `infra_error`: a sandbox that would not start or a lost worker, or `late`): the verdict says nothing about the answer and is not cached; re-grade the same answer, or leave it out of group statistics. |
+    | `infra_failure` | **bool** | The grading machinery failed, not the answer (`infra_error`: a sandbox that would not start or a lost worker, or `late`): the verdict says nothing about the answer and is not cached; re-grade the same answer, or leave it out of group statistics. |
     | `reward` | **float** | The reward (each environment says which). |
 
     ``env.unwrapped.last_grade`` holds the last full ``GradeResult`` (stage timings, cache

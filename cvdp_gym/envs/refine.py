@@ -86,7 +86,7 @@ class RefineEnv(CVDPEnvBase):
     | `log_tail` | **str** | step | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | step | This verdict is not the answer's fault. |
     | `late` | **bool** | step | Always False here (no grading deadline). |
-    | `infra_failure` | **bool** | step | The grading machinery failed on this attempt, not the answer (`harness_error`, `infra_error`). |
+    | `infra_failure` | **bool** | step | The grading machinery failed on this attempt, not the answer (`infra_error`). |
     | `attempt_reward` | **float** | step | This attempt's reward under `reward`. |
     | `reward` | **float** | step | The reward this step returns. |
     | `attempts` | **list[dict]** | step | Every attempt's grade so far, `{attempt, passed, failure_class, reason, reward, tests, failures, repeat}` (`repeat`: the same answer text as an earlier attempt, graded once). |

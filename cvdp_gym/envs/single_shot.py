@@ -93,7 +93,7 @@ class SingleShotEnv(CVDPEnvBase):
     | `credit` | **float** | step | The answer's credit in the official report: BLEU-2 or the judge's score for comprehension, the pass bit (0.0 or 1.0) otherwise. |
     | `excluded` | **bool** | step | Not the answer's fault (toolchain gap, unsupported, not judged, judge error): leave it out. |
     | `late` | **bool** | step | Not graded by the `grading_deadline` (scored `timeout`). |
-    | `infra_failure` | **bool** | step | The grading machinery failed, not the answer (`harness_error`, `infra_error`, `late`): re-grade it or leave it out of group statistics. |
+    | `infra_failure` | **bool** | step | The grading machinery failed, not the answer (`infra_error`, `late`; a broken harness is `excluded` instead): re-grade it or leave it out of group statistics. |
     | `reward` | **float** | step | The reward returned. |
 
     ``env.unwrapped.last_grade`` holds the full ``GradeResult`` (stage timings, cache hit,

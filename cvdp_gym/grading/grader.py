@@ -247,8 +247,9 @@ class Grader:
         return result
 
     def _store(self, key: str | None, result: GradeResult) -> None:
-        # Kept: verdicts on the answer. Not kept: limits (another run may finish) and
-        # infrastructure failures (late, harness_error, infra_error: another try may grade it).
+        # Kept: verdicts on the answer, and excluded ones (a broken harness, unsupported: the
+        # same on every try). Not kept: limits (another run may finish) and infrastructure
+        # failures (late, infra_error: another try may grade it).
         if key is not None and not result.infra_failure and result.failure_class not in (TIMEOUT, "resource_limit"):
             self.cache.put(key, result.to_dict())
 

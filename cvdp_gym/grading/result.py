@@ -19,6 +19,7 @@ from typing import Any
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness.results import (
+    HARNESS_ERROR,
     INFRA_ERROR,
     INFRA_FAILURES,
     TIMEOUT,
@@ -129,17 +130,19 @@ class GradeResult:
 
     @property
     def excluded(self) -> bool:
-        """Not the answer's fault (toolchain gap, unsupported, no judge or a judge that failed,
-        a failure on a problem the benchmark itself gets wrong): leave out of training."""
-        return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED, NOT_JUDGED, JUDGE_ERROR) or (
+        """Not the answer's fault (toolchain gap, unsupported, a broken harness, no judge or a
+        judge that failed, a failure on a problem the benchmark itself gets wrong): leave out
+        of training. Unlike ``infra_failure``, a harness answer's excluded verdict is the same
+        on every try: cached like any verdict, never re-graded."""
+        return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED, HARNESS_ERROR, NOT_JUDGED, JUDGE_ERROR) or (
             self.defect is not None and not self.passed
         )
 
     @property
     def infra_failure(self) -> bool:
-        """The grading machinery failed on this run, not the answer (``harness_error``,
-        ``infra_error``, or ``late``): the verdict says nothing about the answer, and a
-        second try of the same answer may give a real one. Never cached."""
+        """The grading machinery failed on this run, not the answer (``infra_error`` or
+        ``late``): the verdict says nothing about the answer, and a second try of the same
+        answer may give a real one. Never cached."""
         return self.late or self.failure_class in INFRA_FAILURES
 
     def to_dict(self) -> dict[str, Any]:

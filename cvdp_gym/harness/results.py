@@ -12,15 +12,19 @@ Failure classes (``failure_class``):
 - ``test_failure``: it built, and the harness's tests failed.
 - ``timeout``: the service ran past its wall-time limit and was killed.
 - ``resource_limit``: killed for exceeding memory (or another hard limit).
-- ``harness_error``: the harness itself broke (import error, collection error).
+- ``harness_error``: the harness itself broke (import error, collection error, a compose
+  file naming a missing file): a defect of the problem, not of the answer, and the same on
+  every try, so it is kept like any verdict and never re-graded.
 - ``infra_error``: the grading machinery failed on this run, not the answer: the sandbox
-  refused to start, or the worker grading it was lost. A second try may give a verdict.
+  refused to start, the machine ran short laying out the run (disk, file handles, memory),
+  or the worker grading it was lost. A second try may give a verdict.
 - ``unsupported``: the local toolchain cannot run this harness; ``reason`` names what is
   missing (a commercial image, a Python package, an unmapped image).
 """
 
 from __future__ import annotations
 
+import errno
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
@@ -42,8 +46,11 @@ FAILURE_CLASSES = (
 )
 #: Failure classes that blame the grading machinery, not the answer, and may not recur:
 #: a trainer re-grades the same answer once and otherwise leaves it out of its statistics.
-#: (``toolchain_gap`` and ``unsupported`` also spare the answer, but every try ends the same.)
-INFRA_FAILURES = (HARNESS_ERROR, INFRA_ERROR)
+#: (``harness_error``, ``toolchain_gap`` and ``unsupported`` also spare the answer, but every
+#: try ends the same.)
+INFRA_FAILURES = (INFRA_ERROR,)
+#: ``errno`` values of an ``OSError`` that say the machine ran short, not that the harness is broken.
+_MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EIO})
 
 _PYTEST_SUMMARY = re.compile(r"^=+ (.+?) in ([\d.]+)s(?: \([^)]*\))? =+\s*$", re.M)
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
@@ -344,6 +351,13 @@ def classify_failure(
         return TEST_FAILURE, "the cocotb tests passed but the harness's checks failed"
     assertion = _first_pytest_error(output)
     return TEST_FAILURE, assertion[:300] or f"harness exited with status {returncode}"
+
+
+def os_failure_class(exc: OSError) -> str:
+    """The class of an ``OSError`` laying out a run's files: ``infra_error`` when the machine
+    ran short (another try may work), else ``harness_error`` (the harness's files cannot be
+    laid out, on every try)."""
+    return INFRA_ERROR if exc.errno in _MACHINE_ERRNOS else HARNESS_ERROR
 
 
 def _first_pytest_error(output: str) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import posixpath
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -48,12 +47,14 @@ from cvdp_gym.harness.results import (
     HarnessResult,
     ServiceResult,
     classify_failure,
+    os_failure_class,
     pytest_summary,
 )
 from cvdp_gym.harness.watch import RUN_TAG, ResultsWatcher
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS, UnsafePathError, check_relative_path, write_tree
+from cvdp_gym.sandbox.scratch import make_scratch_dir
 from cvdp_gym.sandbox.tree_copy import TreeCopy, copy_tree
 from cvdp_gym.toolchain import SimEnv, Toolchain
 
@@ -162,7 +163,7 @@ class HarnessRunner:
             services = self.services(problem)
         except HarnessError as exc:
             return HarnessResult.failure(problem.id, HARNESS_ERROR, str(exc))
-        run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-run-"))
+        run_dir = make_scratch_dir("run")
         tree: TreeCopy | None = None
         try:
             try:
@@ -170,7 +171,7 @@ class HarnessRunner:
             except RepoUnavailable as exc:
                 return HarnessResult.failure(problem.id, UNSUPPORTED, str(exc))
             except (UnsafePathError, OSError) as exc:
-                return HarnessResult.failure(problem.id, HARNESS_ERROR if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
+                return HarnessResult.failure(problem.id, os_failure_class(exc) if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
             results = [
                 self._run_service(run_dir, problem, service, limits or self.options.limits, seed)
                 for service in services
@@ -206,7 +207,7 @@ class HarnessRunner:
         try:
             result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep)
         except (UnsafePathError, OSError) as exc:
-            return HarnessResult.failure(problem.id, HARNESS_ERROR if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
+            return HarnessResult.failure(problem.id, os_failure_class(exc) if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
         result.toolchain = {**result.toolchain, "simulator": self.toolchain.simulator_version(problem.toolchain)}
         return result
 
@@ -391,7 +392,7 @@ class HarnessRunner:
         service = self.lint_service(services)
         if service is None:
             return LintResult(True, False, ["no lintable service; left to the harness"], "none", 0.0)
-        run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-lint-"))
+        run_dir = make_scratch_dir("lint")
         tree: TreeCopy | None = None
         try:
             try:

@@ -31,13 +31,13 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.paths import write_tree
+from cvdp_gym.sandbox.scratch import make_scratch_dir
 
 #: Printing system tasks whose every argument is printed, and those whose first is a file.
 _PRINTERS = frozenset(
@@ -212,7 +212,7 @@ def run_script(
 ) -> ScriptRun:
     """Run ``script`` (``/bin/sh -c``) in ``/work`` holding ``files``, with ``simulator``
     bound in; read back the ``logs`` it wrote (bounded, never following links)."""
-    run_dir = Path(tempfile.mkdtemp(prefix="cvdp-gym-tb-"))
+    run_dir = make_scratch_dir("tb")
     try:
         work = run_dir / "work"
         work.mkdir()

@@ -34,7 +34,8 @@ __all__ = ["BEHAVIOUR_KINDS", "HANG", "KINDS", "Mutant", "benchmark_mutants", "m
 
 #: The zero-delay infinite loop: the answer hangs until the flow's time limit.
 HANG = "zero-delay-loop"
-KINDS = (
+#: Kinds that change what the design computes (operators, constants, conditions, resets).
+_CHANGES = (
     "and-or",
     "plus-minus",
     "eq-ne",
@@ -44,6 +45,9 @@ KINDS = (
     "digit",
     "if-inverted",
     "reset-polarity",
+)
+KINDS = (
+    *_CHANGES,
     "no-semicolon",
     "no-endmodule",
     "port-renamed",
@@ -54,21 +58,7 @@ KINDS = (
     HANG,
 )
 #: Kinds that change behaviour and keep the design building with its interface.
-BEHAVIOUR_KINDS = (
-    "and-or",
-    "plus-minus",
-    "eq-ne",
-    "lt-ge",
-    "not-removed",
-    "bit-flip",
-    "digit",
-    "if-inverted",
-    "reset-polarity",
-    "output-x",
-    "width",
-    "case-item",
-    "state-transition",
-)
+BEHAVIOUR_KINDS = (*_CHANGES, "output-x", "width", "case-item", "state-transition")
 #: What a mutant adds to a name or a design (recognisable in logs).
 SUFFIX = "_cvdp_mutant"
 Edit = tuple[int, int, str]  # replace text[start:end] by the string

@@ -29,6 +29,7 @@ from pathlib import Path
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxResult, SandboxUnavailable
 from cvdp_gym.sandbox.cancel import kill_on_cancel
 from cvdp_gym.sandbox.output import ELISION, BoundedOutput
+from cvdp_gym.sandbox.scratch import remove_orphan_scratch
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
 #: The contract types live in ``base.py`` (and ``ELISION`` in ``output.py``); re-exported
@@ -149,7 +150,8 @@ def remove_orphan_cgroups(root: Path = _CGROUP_ROOT, *, min_age_s: float = ORPHA
 class BubblewrapSandbox:
     """Runs commands under ``bwrap`` with the local simulation toolchain visible.
 
-    A new sandbox first removes the cgroups a killed process left (``remove_orphan_cgroups``)."""
+    A new sandbox first removes the cgroups and scratch folders a killed process left
+    (``remove_orphan_cgroups``, ``scratch.remove_orphan_scratch``)."""
 
     name = "bubblewrap"
 
@@ -160,6 +162,7 @@ class BubblewrapSandbox:
                 f"bubblewrap (bwrap) not found; install it with: {self.toolchain.bwrap.fix}"
             )
         remove_orphan_cgroups()
+        remove_orphan_scratch()
 
     def _system_args(self, env: SimEnv | None, scratch: Path) -> list[str]:
         root = self.toolchain.root

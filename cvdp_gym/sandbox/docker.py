@@ -40,6 +40,7 @@ from cvdp_gym.sandbox.docker_images import (
     resolve_image,
 )
 from cvdp_gym.sandbox.output import BoundedOutput
+from cvdp_gym.sandbox.scratch import remove_orphan_scratch
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
 if TYPE_CHECKING:
@@ -68,7 +69,9 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class DockerSandbox:
-    """Runs commands in containers on a local Docker engine; safe to share between threads."""
+    """Runs commands in containers on a local Docker engine; safe to share between threads.
+
+    A new sandbox first removes the scratch folders a killed process left (``scratch.remove_orphan_scratch``)."""
 
     name = "docker"
 
@@ -87,6 +90,7 @@ class DockerSandbox:
         self._standin_ready = False
         self._lock = threading.Lock()
         self._running: set[str] = set()  # names of containers whose run() has not returned
+        remove_orphan_scratch()
 
     @property
     def root_dir(self) -> Path | None:

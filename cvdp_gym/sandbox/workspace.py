@@ -21,10 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import stat
-import tempfile
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -37,6 +35,7 @@ from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
 from cvdp_gym.sandbox.output import ELIDED, bound_text
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS, check_relative_path
 from cvdp_gym.sandbox.quota import QuotaWatchdog, prune_empty_parents, tree_usage, walk_tree
+from cvdp_gym.sandbox.scratch import make_scratch_dir, remove_tree
 from cvdp_gym.sandbox.tree_copy import TreeCopy, copy_tree
 from cvdp_gym.sandbox.tree_texts import (
     MAX_TEXT_FILE_BYTES,
@@ -130,25 +129,11 @@ class CommandResult:
         return "\n".join(lines)
 
 
-def _remove_tree(path: Path) -> None:
-    """Delete ``path`` even where a command made folders unwritable."""
-
-    def retry(func, name, _exc) -> None:  # type: ignore[no-untyped-def]
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), 0o700)
-            if os.path.isdir(name) and not os.path.islink(name):
-                os.chmod(name, 0o700)
-            func(name)
-
-    if path.exists():
-        shutil.rmtree(path, onerror=retry)
-
-
 def _release(root: Path, tree: TreeCopy | None) -> None:
     """Unmount the workspace's copy of its base (if it is a mount), then remove the folder."""
     if tree is not None:
         tree.close()
-    _remove_tree(root)
+    remove_tree(root)
 
 
 class Workspace:
@@ -176,7 +161,7 @@ class Workspace:
             sim_env = candidate if candidate.installed else None
         self.sim_env = sim_env
         self.limits = limits or WorkspaceLimits()
-        self.root = Path(tempfile.mkdtemp(prefix="cvdp-gym-ws-"))
+        self.root = make_scratch_dir("ws")
         self.path = self.root / "code"
         self.scratch = self.root / "scratch"
         self.base = Path(base) if base is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import tinker
 from tinker import types
@@ -17,6 +17,8 @@ from tinker import types
 from rtl_trainer.errors import BackendUnavailableError, ModelError
 
 API_KEY_VAR = "TINKER_API_KEY"
+#: How a session ended, as ``tinker.ServiceClient.close`` takes it.
+SessionStatus = Literal["success", "errored", "interrupted"]
 
 
 def _resolved(value: Any) -> Any:
@@ -119,7 +121,7 @@ class TinkerService:
     ) -> Any:
         return _resolved(self._client.create_sampling_client(model_path=model_path, base_model=base_model, **kwargs))
 
-    def close(self) -> None:
-        close = getattr(self._client, "close", None)
-        if callable(close):
-            close()
+    def close(self, status: SessionStatus, detail: str | None = None) -> None:
+        """Finish the session as ``status`` (``detail``: why, for the console) and release the
+        SDK's connections; waits until the service has it (SDK 0.38: a future of None)."""
+        self._client.close(status, detail).result()

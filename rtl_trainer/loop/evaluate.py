@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
+
+import gymnasium as gym
 
 from rtl_trainer.backends.base import SamplingClient
 from rtl_trainer.config import TrainConfig
@@ -19,12 +22,17 @@ def evaluate(
     samples: int = 1,
     temperature: float | None = None,
     ks: tuple[int, ...] = (1,),
+    make_env: Callable[[], gym.Env] | None = None,
 ) -> dict[str, Any]:
-    """Sample ``samples`` answers per problem and report pass@k (unbiased) and rates."""
+    """Sample ``samples`` answers per problem and report pass@k (unbiased) and rates.
+
+    ``make_env``: the environments to grade in (a training run's own, sharing its grading
+    executor, for its periodic eval); None builds them from ``config``.
+    """
     from cvdp_gym.eval.passk import pass_after_attempts, pass_at_k
 
     eval_config = config.merged({"temperature": temperature if temperature is not None else config.temperature})
-    make_env = make_env_factory(eval_config)
+    make_env = make_env or make_env_factory(eval_config, training=False)
     probe = make_env()
     ids = problem_ids(probe, eval_config)
     probe.close()

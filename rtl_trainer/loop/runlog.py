@@ -2,7 +2,8 @@
 
 Everything is appended as it happens (JSONL), so an interrupted run loses nothing that
 finished, and ``--resume`` continues from the last checkpoint: metrics of steps after it
-(which will be redone) are dropped first, so each step appears once.
+(which will be redone) are dropped first, all of them when the run was cut before its
+first checkpoint, so each step appears once.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ class RunLog:
     def last_checkpoint(self) -> dict[str, Any] | None:
         rows = read_objects(self.checkpoints_path)
         return rows[-1] if rows else None
+
+    def resume_point(self) -> dict[str, Any] | None:
+        """The last checkpoint, to continue after; metrics of the steps after it are dropped
+        first (all of them when there is none, and the run starts over), as they are redone."""
+        checkpoint = self.last_checkpoint()
+        self.truncate_after(checkpoint["step"] if checkpoint is not None else -1)
+        return checkpoint
 
     def truncate_after(self, step: int) -> None:
         """Drop metrics of steps after ``step`` (they are redone on resume)."""

@@ -156,12 +156,11 @@ def _sft_steps(
     training: TrainingClient | None,
 ) -> TrainingClient:
     start = 0
-    checkpoint = log.last_checkpoint() if resume else None
     if training is None:
+        checkpoint = log.resume_point() if resume else None
         if checkpoint is not None:
             training = service.create_training_client_from_state_with_optimizer(checkpoint["state_path"])
             start = checkpoint["step"] + 1
-            log.truncate_after(checkpoint["step"])
         else:
             log.write_config(config.to_json())
             if is_saved_state(config.student):  # continue from a run's checkpoint (fresh optimiser), as RL does

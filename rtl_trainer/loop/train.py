@@ -43,6 +43,7 @@ from rtl_trainer.loop.envs import (
     problem_ids,
     sampling_params,
 )
+from rtl_trainer.loop.evaluate import evaluate
 from rtl_trainer.loop.metrics import group_outcomes, infra_metrics, late_metrics, rollout_metrics
 from rtl_trainer.loop.objective import TeacherScore, step_datums, teacher_score
 from rtl_trainer.loop.runlog import RunLog
@@ -124,12 +125,12 @@ class Trainer:
         self.teachers: TeacherRouter | None = None
         self._totals: dict[str, float] = {}
         self._student_tokenizer: Any = None
+        self._renderer: Any = None
 
     # -- setup -------------------------------------------------------------------------
     def _training_client(self, resume: bool) -> tuple[TrainingClient, int]:
-        checkpoint = self.log.last_checkpoint() if resume else None
+        checkpoint = self.log.resume_point() if resume else None
         if checkpoint is not None:
-            self.log.truncate_after(checkpoint["step"])
             client = self.service.create_training_client_from_state_with_optimizer(checkpoint["state_path"])
             self.console.print(f"resuming after step {checkpoint['step']} from {checkpoint['state_path']}")
             return client, checkpoint["step"] + 1
@@ -183,7 +184,7 @@ class Trainer:
         cfg = self.config
         training, start = self._training_client(resume)
         self._student_tokenizer = training.get_tokenizer()
-        renderer = get_renderer(cfg.renderer or cfg.student, self._student_tokenizer)
+        renderer = self._renderer = get_renderer(cfg.renderer or cfg.student, self._student_tokenizer)
         probe = self.make_env()
         ids = problem_ids(probe, cfg)
         self.teachers = self._teachers([p for p in probe.unwrapped.problems if p.id in set(ids)])
@@ -332,6 +333,8 @@ class Trainer:
             **late_metrics(batch.groups),
             **infra,
         }
+        if cfg.eval_every and (step + 1) % cfg.eval_every == 0:
+            metrics.update(self._periodic_eval(sampler))
         self.tracking.log_metrics(step, metrics)
         summaries = [r.summary() for g in batch.groups for r in g.rollouts]
         self.log.log_rollouts(step, summaries)
@@ -350,6 +353,19 @@ class Trainer:
             + f"score {minibatches.score_s:.1f}, train {train_s:.1f})"
         )
         return sampler
+
+    def _periodic_eval(self, sampler: SamplingClient) -> dict[str, float]:
+        """``eval_samples`` answers to each of the run's problems from the weights ``sampler``
+        holds, graded in the run's environments: the ``eval/`` metrics of the step."""
+        cfg = self.config
+        t_eval = time.monotonic()
+        report = evaluate(cfg, sampler, self._renderer, samples=cfg.eval_samples, make_env=self.make_env)
+        return {
+            "eval/pass_rate": report["pass_rate"],
+            "eval/mean_reward": report["mean_reward"],
+            "eval/samples": report["samples"],
+            "time/eval": time.monotonic() - t_eval,
+        }
 
     def _stop_for_infrastructure(
         self, step: int, batch: Batch, infra: dict[str, float], training: TrainingClient

@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.errors import ConfigError, HarnessError
+from cvdp_gym.errors import ConfigError, HarnessError, SandboxUnavailable
 from cvdp_gym.harness.equivalence.formal import LOGS as FORMAL_LOGS
 from cvdp_gym.harness.equivalence.formal import (
     TIMED_OUT,
@@ -126,6 +126,8 @@ class ReferenceFlow:
         except (HarnessError, RecursionError) as exc:
             why = str(exc) if isinstance(exc, HarnessError) else "a design nested too deeply to parse"
             return stopped(problem, UNSUPPORTED, why, mode=settings.mode)
+        except SandboxUnavailable:  # the machine, not the problem: the grader records infra_error
+            raise
         except Exception as exc:  # a fault of this grader: labelled, never a crashed training run
             why = f"the reference grader failed: {type(exc).__name__}: {exc}"[:500]
             return stopped(problem, HARNESS_ERROR, why, mode=settings.mode)

@@ -1,5 +1,7 @@
 """Infrastructure failures: a sandbox that will not start grades ``infra_error``, which the
-verdict and the environments' ``info`` flag as ``infra_failure`` and the cache never keeps."""
+verdict and the environments' ``info`` flag as ``infra_failure`` and the cache never keeps.
+A broken harness (``harness_error``) is the problem's defect, not this try's: ``excluded``,
+kept by the cache like any verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 from cvdp_gym.data import load_dataset
 from cvdp_gym.grading import GradeCache, Grader, GradeResult
 from cvdp_gym.harness import HarnessRunner
-from tests.support import RefusingSandbox
+from tests.support import RefusingSandbox, broken_harness
 
 pytestmark = pytest.mark.sandbox
 
@@ -57,3 +59,15 @@ def test_env_info_says_infra_failure(sandbox, problem):
         env.close()
     assert (refused["failure_class"], refused["infra_failure"], refused["passed"]) == ("infra_error", True, False)
     assert (graded["infra_failure"], graded["passed"]) == (False, True)
+
+
+def test_a_broken_harness_is_excluded_and_cached_not_an_infra_failure(sandbox, problem, tmp_path):
+    broken = broken_harness(problem)
+    grader = Grader(HarnessRunner(sandbox), cache=GradeCache(tmp_path / "grades.sqlite"))
+    first = grader.grade_response(broken, fenced(problem.reference))
+    assert (first.failure_class, first.excluded, first.infra_failure, first.cached) == ("harness_error", True, False, False)
+    assert "not_a_module_anywhere" in first.reason and first.seed is not None  # the harness really ran
+    # The same answer again: the cache's verdict, the harness not run a second time.
+    second = grader.grade_response(broken, fenced(problem.reference))
+    assert (second.failure_class, second.excluded, second.cached) == ("harness_error", True, True)
+    assert len(grader.cache) == 1

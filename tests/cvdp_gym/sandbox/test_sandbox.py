@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from cvdp_gym.sandbox import Limits, Mount
+from cvdp_gym.sandbox import BubblewrapSandbox, Limits, Mount
+from cvdp_gym.sandbox.scratch import make_scratch_dir, scratch_prefix
 
 pytestmark = pytest.mark.sandbox
 
@@ -150,3 +154,24 @@ def test_sandbox_leaves_no_cgroups(sandbox, toolchain, tmp_path):
     if os.access("/sys/fs/cgroup", os.W_OK) and Path("/sys/fs/cgroup/pids").exists():
         assert result.cgroups, "cgroups are writable here, so limits should use them"
     assert [c for c in result.cgroups if Path(c).exists()] == []
+
+
+def test_a_new_sandbox_removes_only_the_scratch_folders_of_dead_processes(toolchain, tmp_path, monkeypatch):
+    """A process killed mid-run (SIGKILL) leaves its scratch folders; the next sandbox removes
+    them, never a live process's folder nor one not named by ``make_scratch_dir``."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = Path(tempfile.mkdtemp(prefix=scratch_prefix("run", gone.pid)))
+    (dead / "code" / "rtl").mkdir(parents=True)
+    (dead / "code" / "rtl" / "top.sv").write_text("module top; endmodule\n")
+    (dead / "code").chmod(0o500)  # an agent's command can leave folders unwritable
+    live = make_scratch_dir("ws")
+    not_ours = [
+        Path(tempfile.mkdtemp(prefix="cvdp-gym-run-")),  # no maker in its name
+        Path(tempfile.mkdtemp(prefix=f"cvdp-gym-run-{gone.pid}-1-")),  # another PID namespace
+    ]
+    BubblewrapSandbox(toolchain)
+    assert not dead.exists()
+    assert live.is_dir() and all(folder.is_dir() for folder in not_ours)

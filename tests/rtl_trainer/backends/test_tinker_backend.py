@@ -9,6 +9,7 @@ is set.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -186,6 +187,17 @@ def test_models_command_lists_the_offered_models(patched):
     assert "Qwen/Qwen3-8B" in result.output and "meta-llama/Llama-3.2-1B" in result.output
 
 
+def test_close_finishes_the_session_with_its_status():
+    # The stand-in's close takes what the SDK's takes.
+    sdk, double = (inspect.signature(c.close).parameters for c in (tinker.ServiceClient, StandInServiceClient))
+    assert [(p.name, p.default) for p in double.values()] == [(p.name, p.default) for p in sdk.values()]
+    rec = Recorder()
+    service = TinkerService(StandInServiceClient(None, [], rec), api_key="test-key")  # type: ignore[arg-type]
+    service.close("errored", detail="stopped: grading infrastructure")
+    assert rec.named("close") == [{"status": "errored", "detail": "stopped: grading infrastructure"}]
+    assert [f.awaited for f in rec.futures if f.method == "close"] == [True]
+
+
 @pytest.mark.sandbox
 def test_rl_and_resume_through_the_sdk_contract(tiny, tmp_path, patched):
     run = tmp_path / "rl"
@@ -213,6 +225,25 @@ def test_rl_and_resume_through_the_sdk_contract(tiny, tmp_path, patched):
     assert len(rec2.named("forward_backward")) == 1
     check_contract(rec2, run, earlier=2)
     assert RunLog(run).last_checkpoint()["step"] == 2
+
+
+@pytest.mark.sandbox
+def test_periodic_eval_samples_every_problem_from_the_new_weights(tiny, tmp_path, patched):
+    run = tmp_path / "eval"
+    rec = Recorder()
+    patched(standin(tiny, run, rec))
+    config = base_config(run, mode="rl", student=str(tiny), steps=2, save_every=0, eval_every=2, eval_samples=3)
+    Trainer(config, make_service(config)).run()
+    check_contract(rec, run)
+    # Training draws group_size (2) answers a request; the eval after step 1, eval_samples
+    # (3) to each of the run's problems from the weights that step made.
+    requests = [(a["weights"], a["num_samples"]) for a in rec.named("sample")]
+    assert requests == [("step00000", 2)] * 2 + [("step00001", 2)] * 2 + [("step00002", 3)] * len(IDS)
+    first, second = RunLog(run).metrics()
+    assert not [k for k in first if k.startswith("eval/")]
+    assert second["eval/samples"] == len(IDS) * 3
+    assert 0.0 <= second["eval/pass_rate"] <= 1.0 and 0.0 <= second["eval/mean_reward"] <= 1.4
+    assert second["time/eval"] > 0
 
 
 @pytest.mark.sandbox

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tinker import types
 
@@ -209,3 +209,8 @@ class StandInServiceClient:
         self.rec.record("create_sampling_client", model_path=model_path, base_model=base_model, **kw)
         local = self._local.create_sampling_client(model_path=model_path, base_model=base_model)
         return self.rec.future("create_sampling_client", value=StandInSamplingClient(local, self.rec))
+
+    def close(self, status: Literal["success", "errored", "interrupted"], detail: str | None = None):
+        """As the SDK: finishes the session with ``status``; a future of None."""
+        self.rec.record("close", status=status, detail=detail)
+        return self.rec.future("close", value=None)

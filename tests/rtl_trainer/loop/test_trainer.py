@@ -61,6 +61,8 @@ def test_config_files_and_validation(tmp_path):
         TrainConfig.from_file(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="teacher"):
         TrainConfig(mode="distill", student="m").validate()
+    with pytest.raises(ValueError, match="eval_samples"):
+        TrainConfig(mode="rl", student="m", eval_every=2, eval_samples=0).validate()
     assert TrainConfig(learning_rate=1.0, steps=11, lr_schedule="linear").lr_at(10) == pytest.approx(0.1)
 
 
@@ -79,8 +81,12 @@ def test_runlog_resume_bookkeeping(tmp_path):
     with open(log.metrics_path, "a") as handle:
         handle.write('{"step": 4, "x"')  # torn by an interruption
     assert [r["step"] for r in log.metrics()] == [0, 1, 2, 3]
-    log.truncate_after(log.last_checkpoint()["step"])
+    assert log.resume_point()["step"] == 1
     assert [r["step"] for r in log.metrics()] == [0, 1]
+    # Cut before its first checkpoint: the stage starts over, so none of its rows are kept.
+    early = RunLog(tmp_path / "early")
+    early.log_metrics(0, {"x": 0})
+    assert early.resume_point() is None and early.metrics() == []
 
 
 def test_strip_comments_keeps_code():
@@ -200,6 +206,23 @@ def test_resume_continues_after_the_last_checkpoint(tiny, tmp_path):
     steps = [r["step"] for r in RunLog(run).metrics()]
     assert steps == [0, 1, 2]
     assert "partial" not in RunLog(run).metrics()[-1]
+
+
+@pytest.mark.parametrize("mode", ["rl", "sft"])
+def test_resume_before_the_first_checkpoint_logs_each_step_once(tiny, tmp_path, mode):
+    run = tmp_path / f"early-{mode}"
+    config = base_config(run, mode=mode, student=str(tiny), steps=2, save_every=0, batch_size=2)
+    # An attempt cut before its first checkpoint (save_every=0: only after the last step).
+    interrupted = RunLog(run)
+    interrupted.log_metrics(0, {"interrupted": True})
+    interrupted.log_metrics(1, {"interrupted": True})
+    if mode == "sft":
+        run_sft(config, service(tiny, run), resume=True)
+    else:
+        Trainer(config, service(tiny, run)).run(resume=True)
+    rows = RunLog(run).metrics()
+    assert [r["step"] for r in rows] == [0, 1]
+    assert not any("interrupted" in r for r in rows)
 
 
 def test_plot_and_cli(tiny, tmp_path):
