@@ -21,7 +21,10 @@ reference (equivalent rewrites, or a test bench's hole), what it could not decid
 and seconds per answer. Goal: fewer false rewards than both recipes, no reference failed,
 and at least as fast per answer as CodeV-R1's test bench.
 
-    .venv/bin/python scripts/bench_reference.py [--mutants 3] [--limit 40] [--jobs 2] [--json out.json]
+    .venv/bin/python scripts/bench_reference.py [--mutants 3] [--limit 40] [--jobs 2] [--json out.json] [--results runs/verdicts.jsonl]
+
+Every verdict is appended to ``--results`` as it comes (one JSON line per answer and grader);
+a run given the same file again grades only what it lacks.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -111,6 +115,31 @@ def graded(runner: HarnessRunner, answer: Answer, grader: str) -> tuple[HarnessR
     return result, time.monotonic() - start
 
 
+def _read_results(path: str | None) -> dict[tuple[str, str, str], tuple[HarnessResult, float]]:
+    """The verdicts an earlier run appended to ``path``: (problem, answer, grader) -> (result, s)."""
+    if not path or not Path(path).exists():
+        return {}
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line torn by an interruption
+            continue
+        result = HarnessResult(row["problem"], row["passed"], row["failure_class"], row["reason"])
+        result.official = row.get("official") or {}
+        out[(row["problem"], row["answer"], row["grader"])] = (result, row["seconds"])
+    return out
+
+
+def _append_result(path: str | None, answer: Answer, grader: str, result: HarnessResult, seconds: float) -> None:
+    if path:
+        row = {"problem": answer.problem.id, "answer": answer.name, "grader": grader, "passed": result.passed,
+               "failure_class": result.failure_class, "reason": result.reason[:300], "seconds": round(seconds, 3),
+               "official": {"formal": {"verdict": (result.official.get("formal") or {}).get("verdict")}}}
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mutants", type=int, default=3, help="wrong answers per problem")
@@ -119,18 +148,31 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--benchmark-dir", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--json", help="write every answer's verdicts here")
+    parser.add_argument("--results", help="append each verdict here as it comes; a second run on it grades only the rest")
     args = parser.parse_args()
 
     runner = HarnessRunner(make_sandbox("bubblewrap"))
     answers = answers_of(problems(args.limit, dict(item.split("=", 1) for item in args.benchmark_dir)), args.mutants, args.seed)
-    jobs = [(a, g) for a in answers for g in ("test bench", *GRADERS)]
     verdicts: dict[tuple[int, str], tuple[HarnessResult, float]] = {}
+    done = _read_results(args.results)
+    for answer in answers:
+        for grader in ("test bench", *GRADERS):
+            if (answer.problem.id, answer.name, grader) in done:
+                verdicts[(id(answer), grader)] = done[(answer.problem.id, answer.name, grader)]
+    jobs = [(a, g) for a in answers for g in ("test bench", *GRADERS) if (id(a), g) not in verdicts]
+    lock = threading.Lock()
     with Progress(console=console, transient=True) as progress, ThreadPoolExecutor(args.jobs) as pool:
-        task = progress.add_task(f"{len(answers)} answers x {len(GRADERS) + 1} graders", total=len(jobs))
+        task = progress.add_task(f"{len(answers)} answers x {len(GRADERS) + 1} graders ({len(verdicts)} already)", total=len(jobs))
 
         def one(job: tuple[Answer, str]) -> None:
-            verdicts[(id(job[0]), job[1])] = graded(runner, *job)
-            progress.advance(task)
+            result, seconds = graded(runner, *job)
+            with lock:
+                verdicts[(id(job[0]), job[1])] = (result, seconds)
+                _append_result(args.results, job[0], job[1], result, seconds)
+                progress.advance(task)
+                finished = int(progress.tasks[0].completed)
+                if not console.is_terminal and (finished % 100 == 0 or finished == len(jobs)):
+                    console.print(f"{finished}/{len(jobs)} verdicts", highlight=False)
 
         list(pool.map(one, jobs))
 

@@ -36,7 +36,7 @@ NEMO_GYM = "nemo-gym==0.7.0"
 PACKAGES = ("openai==2.44.0", "pydantic", "fastapi", "rich", "omegaconf")
 #: What is kept of the wheel: the package, and NeMo-Gym's own CVDP resources server's example
 #: rows and rollouts (``test_nemo_gym_cvdp_rows`` grades them through the service).
-KEEP = ("nemo_gym/", "resources_servers/cvdp/data/example")
+KEEP = ("nemo_gym/", "resources_servers/cvdp/data/example", "resources_servers/cvdp/scripts/", "resources_servers/cvdp/cvdp_lib/")
 PYTHON_VERSION = "3.14"
 MARKER = ".cvdp-gym-built.json"
 

@@ -90,6 +90,10 @@ class GradeResult:
     official: dict[str, Any] = field(default_factory=dict)
     #: The problem's known benchmark defect: a failure here is not the answer's (``excluded``).
     defect: str | None = None
+    #: The harness's services, in order, ``{"name", "passed", "returncode", "log_tail"}`` (the
+    #: tail bounded to ``LOG_TAIL_CHARS``); empty when no harness ran (and in a verdict cached
+    #: before services were kept). NeMo-Gym's CVDP report scores each service's exit.
+    services: list[dict[str, Any]] = field(default_factory=list)
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.grading.interface import check_interface
@@ -123,7 +124,7 @@ def _from_flow(problem: Problem, files: dict[str, str], run: HarnessResult) -> G
         ]
     return GradeResult(
         problem.id, stages, failure, run.reason, tests=run.tests, files=files, log_tail=run.log_tail[-LOG_TAIL_CHARS:],
-        failures=run.failures, official=dict(run.official), defect=run.defect,
+        failures=run.failures, official=dict(run.official), defect=run.defect, services=service_runs(run),
     )
 
 
@@ -144,4 +145,13 @@ def _with_harness(problem: Problem, stages: list[Stage], files: dict[str, str], 
         log_tail=harness.log_tail[-LOG_TAIL_CHARS:],
         failures=harness.failures,
         seed=harness.seed,
+        services=service_runs(harness),
     )
+
+
+def service_runs(harness: HarnessResult) -> list[dict[str, Any]]:
+    """What a verdict keeps of each harness service (``GradeResult.services``)."""
+    return [
+        {"name": s.name, "passed": s.passed, "returncode": s.returncode, "log_tail": s.log_tail[-LOG_TAIL_CHARS:]}
+        for s in harness.services
+    ]

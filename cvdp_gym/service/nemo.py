@@ -8,9 +8,11 @@ request is ``BaseVerifyRequest`` (``responses_create_params``, ``response``: an 
 Responses API response) plus the task's metadata, here ``verifier_metadata: {problem_id,
 rtl_files?}``; the answer echoes the request and adds ``reward`` and
 ``BaseVerifyResponse``'s ``mask_sample``, ``failure_kind``, ``failure_reason`` (and
-``BaseMultiRewardVerifyResponse``'s ``reward_components``), plus this service's verdict
-fields. A wrong answer is not a failure in NeMo-Gym's sense (its ``failure_kinds`` name what
-went wrong with the machinery): ``failure_kind`` is set only when the grade measures
+``BaseMultiRewardVerifyResponse``'s ``reward_components``: the reward's parts, which add up
+to it), plus this service's verdict fields and NeMo-Gym's CVDP server's (``task_id``,
+``category``, ``container_exit_code``, ``container_services``...), which its report reads.
+A wrong answer is not a failure in NeMo-Gym's sense (its ``failure_kinds`` name what went
+wrong with the machinery): ``failure_kind`` is set only when the grade measures
 nothing (``mask_sample``): ``verifier_error`` when grading itself failed, and
 ``cvdp_gym:<class>`` for an answer this toolchain cannot score (``unsupported``,
 ``toolchain_gap``). ``/aggregate_metrics`` takes ``{"verify_responses": [...]}`` and answers
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cvdp_gym.data.problems import Problem, problem_from_record
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import GradeResult
+from cvdp_gym.grading.rewards import make_reward_parts
 from cvdp_gym.service.core import GradingService, answer_of, client_of
 from cvdp_gym.service.models import RewardKind
 
@@ -145,6 +148,30 @@ def failure_kind(result: GradeResult) -> str | None:
     return FAILURE_KIND_PREFIX + (name if name[:1].isalpha() else f"x{name}")
 
 
+def container_exit_code(result: GradeResult) -> int:
+    """NeMo-Gym's CVDP ``container_exit_code``: 0 exactly when the answer passed (its report
+    counts a pass by it), else 1, as its server's harness runner ends a failed run."""
+    return 0 if result.passed else 1
+
+
+def container_services(result: GradeResult) -> list[dict[str, Any]]:
+    """NeMo-Gym's CVDP ``container_services``: ``{"service", "exit_code", "stderr"}`` for each
+    harness service (``stderr`` the tail of its output), empty when no harness ran (its
+    report then reads ``container_exit_code``). A service that failed never exits 0 here:
+    its own code, else 1 (a service killed, or failed by a check its exit does not show)."""
+    return [
+        {"service": run["name"], "exit_code": _service_exit_code(run), "stderr": run["log_tail"]}
+        for run in result.services
+    ]
+
+
+def _service_exit_code(run: dict[str, Any]) -> int:
+    if run["passed"]:
+        return 0
+    code = run["returncode"]
+    return code if isinstance(code, int) and code != 0 else 1
+
+
 class SessionRequest(BaseModel):
     """``ResourcesSeedSessionRequest`` / ``ResourcesCloseSessionRequest``: the caller's id."""
 
@@ -187,15 +214,15 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
         if isinstance(outcome, JSONResponse):
             return outcome
         result, queued, total = outcome
-        answer = answer_of(result, meta.reward or service.config.reward, queued, total)
-        stages = {s.name: float(bool(s.passed)) for s in answer.stages}
+        reward = meta.reward or service.config.reward
+        answer = answer_of(result, reward, queued, total)
         kind = failure_kind(result)
         # Written by json.dumps, which takes whatever depth the parser took: FastAPI's own
         # serialiser stops at a lower one, and a deeply nested extra field was a 500.
         return JSONResponse({
             **body.model_dump(),
             "reward": answer.reward,
-            "reward_components": {**stages, "test_fraction": result.test_fraction},
+            "reward_components": make_reward_parts(reward)(result),
             "mask_sample": result.infra_failure or result.excluded,
             "failure_kind": kind,
             "failure_reason": result.reason if kind else None,
@@ -211,6 +238,8 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
             "extracted_rtl": dict(result.files) or None,
             "execution_time": answer.grade_s,
             "parse_failed": text is not None and not result.format_ok,
+            "container_exit_code": container_exit_code(result),
+            "container_services": container_services(result),
         })
 
     @app.post("/aggregate_metrics", tags=["nemo-gym"], summary="NeMo-Gym: reward and pass rate per problem and overall")

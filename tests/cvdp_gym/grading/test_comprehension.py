@@ -20,7 +20,7 @@ from nltk.translate.bleu_score import sentence_bleu
 from cvdp_gym.data.problems import problem_from_record
 from cvdp_gym.grading import Grader
 from cvdp_gym.grading.comprehension import grade_comprehension, grade_reference
-from cvdp_gym.grading.rewards import make_reward
+from cvdp_gym.grading.rewards import make_reward, make_reward_parts
 from cvdp_gym.parsers.comprehension import parse_comprehension_answer, repair_json
 
 REFERENCE = (
@@ -189,6 +189,7 @@ def test_rewards_and_grader_route():
     result = grade_comprehension(problem(), CASES["truncated"][0])
     assert make_reward("shaped")(result) == make_reward("partial")(result) == result.credit
     assert make_reward("binary")(result) == float(result.passed)
+    assert make_reward_parts("shaped")(result) == make_reward_parts("partial")(result) == {"credit": result.credit}
     grader = Grader(route="import")
     assert grader.grade_response(problem(), CASES["exact"][0]).passed
     assert grader.grade_response(problem(), "Note: " + CASES["exact"][0]).passed  # JSON in prose

@@ -12,7 +12,7 @@ from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.grading import GradeCache, Grader, make_reward
 from cvdp_gym.grading.cache import content_key
 from cvdp_gym.grading.interface import check_interface
-from cvdp_gym.grading.rewards import binary, partial, shaped
+from cvdp_gym.grading.rewards import REWARDS, binary, make_reward_parts, partial, shaped
 
 pytestmark = pytest.mark.sandbox
 
@@ -79,6 +79,15 @@ def test_reward_options():
     result = grader.grade_files(problem, wrong.files)
     assert make_reward("shaped", interface_credit=0.2)(result) == pytest.approx(0.6)
     assert make_reward(lambda r: 7.0)(result) == 7.0
+    # Every reward is the sum of its parts (NeMo-Gym's reward_components), exactly.
+    credited = make_reward_parts("shaped", interface_credit=0.2)(result)
+    assert credited == pytest.approx({"format": 0.1, "syntax": 0.3, "tests": 0.0, "interface": 0.2})
+    assert make_reward_parts("binary")(result) == {"tests": 0.0} and make_reward_parts(lambda r: 7.0)(result) == {"reward": 7.0}
+    partial_parts = make_reward_parts("partial")(result)
+    assert 0 < partial_parts["tests"] < 1 and partial_parts["tests"] == pytest.approx(result.test_fraction)
+    for kind, reward in REWARDS.items():
+        assert reward(result) == make_reward(kind)(result) == sum(make_reward_parts(kind)(result).values())
+    assert make_reward("partial", interface_credit=0.2)(result) == sum({**partial_parts, "interface": 0.2}.values())
     with pytest.raises(ValueError, match="unknown reward"):
         make_reward("nope")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +53,28 @@ def responses_api(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return params, response
 
 
-def validate(sandbox: Any, tmp_path: Path, payloads: list[tuple[str, Any]]) -> list[tuple[str, str | None]]:
-    """NeMo-Gym's verdict on each ``(model name, payload)``: None, or what it objected to."""
-    folder = models_dir()
-    inbox = tmp_path / "in"
-    inbox.mkdir()
-    (inbox / "check.py").write_text(CHECK.read_text())
-    (inbox / "payloads.json").write_text(json.dumps(payloads))
+def run_with_nemo_gym(sandbox: Any, tmp_path: Path, script: Path, inputs: dict[str, str], *args: str) -> Any:
+    """Run ``script`` under the sandbox's ``python3`` with NeMo-Gym's folder at ``/nemo-gym``
+    (on ``PYTHONPATH``), ``inputs`` (name: text) beside it in ``/in`` and a writable
+    ``/out``: the JSON of its last output line."""
+    inbox, out = (Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp_path)) for name in ("in", "out"))
+    (inbox / script.name).write_text(script.read_text())
+    for name, text in inputs.items():
+        (inbox / name).write_text(text)
     result = sandbox.run(
-        ["python3", "/in/check.py", "/in/payloads.json"],
-        mounts=[Mount(folder, "/nemo-gym"), Mount(inbox, "/in")], scratch=tmp_path / "scratch",
+        ["python3", f"/in/{script.name}", *args],
+        mounts=[Mount(models_dir(), "/nemo-gym"), Mount(inbox, "/in"), Mount(out, "/out", writable=True)],
+        scratch=Path(tempfile.mkdtemp(prefix="scratch-", dir=tmp_path)),
         env={"PYTHONPATH": "/nemo-gym", "PATH": "/usr/bin:/bin"}, limits=Limits(wall_s=120),
     )
     assert result.returncode == 0, result.output
-    return [tuple(row) for row in json.loads(result.output.strip().splitlines()[-1])]
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def validate(sandbox: Any, tmp_path: Path, payloads: list[tuple[str, Any]]) -> list[tuple[str, str | None]]:
+    """NeMo-Gym's verdict on each ``(model name, payload)``: None, or what it objected to."""
+    rows = run_with_nemo_gym(sandbox, tmp_path, CHECK, {"payloads.json": json.dumps(payloads)}, "/in/payloads.json")
+    return [tuple(row) for row in rows]
 
 
 def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_path):
@@ -98,6 +107,13 @@ def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_p
         assert passed["passed"] and passed["reward"] > failed["reward"] and failed["verdict"] == "test_failure"
         # A wrong answer is a measured reward, not a failure of the machinery.
         assert failed["failure_kind"] is None and failed["mask_sample"] is False
+        # NeMo-Gym's CVDP report reads these: the exit 0 of a pass, a failed service's own code.
+        assert (passed["container_exit_code"], failed["container_exit_code"]) == (0, 1)
+        assert [(s["service"], s["exit_code"]) for s in passed["container_services"]] == [("direct", 0)]
+        assert [(s["service"], s["exit_code"]) for s in failed["container_services"]] == [("direct", 1)]
+        assert "FAIL" in failed["container_services"][0]["stderr"]
+        for answer in (passed, failed):  # the reward is the sum of its components
+            assert sum(answer["reward_components"].values()) == answer["reward"], answer["reward_components"]
         aggregate_request = {"verify_responses": [passed, failed]}
         aggregate = post("/aggregate_metrics", aggregate_request)
         assert aggregate.status_code == 200, aggregate.text
