@@ -12,6 +12,7 @@ each command lives in the module of its group, options shared by several command
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
 - ``eval``: :mod:`cvdp_gym.cli.eval`
 - ``compare``: :mod:`cvdp_gym.cli.compare` (its library logic: :mod:`cvdp_gym.eval.compare`)
+- ``rescore``: :mod:`cvdp_gym.cli.rescore` (its library logic: :mod:`cvdp_gym.eval.rescore`)
 - ``debug``: :mod:`cvdp_gym.cli.debug` (its library logic: :mod:`cvdp_gym.debug`)
 - ``report``: :mod:`cvdp_gym.cli.report` (its library logic: :mod:`cvdp_gym.report`)
 - ``serve``: :mod:`cvdp_gym.cli.serve` (its library logic: :mod:`cvdp_gym.service`)
@@ -34,6 +35,7 @@ from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled
 from cvdp_gym.cli.parity import parity_command
 from cvdp_gym.cli.report import report_command
+from cvdp_gym.cli.rescore import rescore_command
 from cvdp_gym.cli.serve import serve_command
 from cvdp_gym.cli.toolchain import doctor, toolchain_docker_image, toolchain_install, toolchain_path
 
@@ -59,6 +61,7 @@ app.command("check")(check_command)
 app.command("export-bundled")(export_bundled)
 app.command("eval")(eval_command)
 app.command("compare")(compare_command)
+app.command("rescore")(rescore_command)
 app.command("coverage")(coverage_command)
 app.command("decontaminate")(decontaminate_command)
 app.command("parity")(parity_command)

@@ -5,7 +5,8 @@
 - :mod:`cvdp_gym.eval.run`: the resumable grading loop;
 - :mod:`cvdp_gym.eval.agentic`: agentic episodes against an endpoint, with transcripts;
 - :mod:`cvdp_gym.eval.refine`: ``CVDP-Refine-v0`` episodes (answer, feedback, answer again) through the same driver;
-- :mod:`cvdp_gym.eval.report`: report.json / report.md / report.png and the terminal table.
+- :mod:`cvdp_gym.eval.report`: report.json / report.md / report.png and the terminal table;
+- :mod:`cvdp_gym.eval.rescore`: stored rows' rewards under another reward setting (``cvdp-gym rescore``).
 """
 
 from cvdp_gym.eval.passk import aggregate, default_ks, pass_at_k, pass_at_k_official

@@ -18,12 +18,13 @@
 7. ``--two-teachers``: one student distilled from two teachers, each SFT'd on half the
    problems, each problem routed to the teacher that knows it.
 
-Every stage writes a run directory; a stage whose outputs exist is not run again.
+Every stage writes a run directory; a stage whose outputs exist is not run again, unless
+what made them changed (``fingerprint``: its settings, problems, or the models it reads).
 
 Modules: ``settings`` (``DemoSettings``, the base config), ``stages`` (models, SFT,
 evaluation and training stages), ``main`` (``run_demo``), ``curriculum``
 (``run_curriculum_demo``), ``seeds`` (``run_seeds``) and ``two_teachers``
-(``run_two_teachers_demo``).
+(``run_two_teachers_demo``); ``fingerprint`` (what a stage's outputs were made from).
 """
 
 from rtl_trainer.demo.curriculum import run_curriculum_demo

@@ -1,5 +1,7 @@
 """The demo's stages: build the tiny models, SFT, evaluate, train; each skips itself when
-its outputs exist, so every caller (the demo, its curriculum and seeds parts) reuses them."""
+its outputs exist and were made from the same inputs (``fingerprint``), so every caller (the
+demo, its curriculum and seeds parts) reuses them, and a changed setting or model makes them
+again."""
 
 from __future__ import annotations
 
@@ -12,6 +14,15 @@ from rich.console import Console
 
 from rtl_trainer.backends.local import LocalServiceClient
 from rtl_trainer.config import TrainConfig
+from rtl_trainer.demo.fingerprint import (
+    TRAINING_ONLY,
+    claim,
+    config_inputs,
+    digest,
+    identity,
+    read_json,
+    stored_matches,
+)
 from rtl_trainer.demo.settings import FAMILY, SFT_SOURCES, TEACHER_SOURCE, DemoSettings, base_config
 from rtl_trainer.loop.evaluate import evaluate
 from rtl_trainer.loop.runlog import RunLog
@@ -44,7 +55,8 @@ def end_means(values: list[float]) -> tuple[float | None, float | None, int]:
 def build_models(out: Path, config: TrainConfig) -> tuple[Path, Path]:
     """Tokenizer + compact vocabulary + tiny teacher and student, saved as model folders."""
     teacher_dir, student_dir = out / "models" / "teacher", out / "models" / "student"
-    if (teacher_dir / "config.json").exists() and (student_dir / "config.json").exists():
+    inputs = {"family": FAMILY, "sources": list(SFT_SOURCES), **{k: getattr(config, k) for k in _MODEL_FIELDS}}
+    if claim(out / "models", inputs) and (teacher_dir / "config.json").exists() and (student_dir / "config.json").exists():
         return teacher_dir, student_dir
     tokenizer = offline_tokenizer(FAMILY)
     renderer = get_renderer(FAMILY, tokenizer)
@@ -55,6 +67,18 @@ def build_models(out: Path, config: TrainConfig) -> tuple[Path, Path]:
         save_tiny(tiny_model(size, vocab.size, config.seed), vocab, folder)
         tokenizer.save_pretrained(str(folder))
     return teacher_dir, student_dir
+
+
+#: What the compact vocabulary (the problems' prompts and answers) and the initial weights depend on.
+_MODEL_FIELDS = ("env", "dataset", "benchmark_dir", "ids", "categories", "difficulty", "exclude_simulators",
+                 "max_prompt_tokens", "sft_strip_comments", "seed")
+
+
+def _stage_inputs(config: TrainConfig, model_dir: Path, *states: str | None) -> dict[str, Any]:
+    """A trained stage's inputs: its whole config (but where it writes), and the identity of
+    the model folder and of every saved state it starts from or asks (teachers included)."""
+    models = [model_dir, *(s for s in states if s), *(rule["model"] for rule in config.teachers or [])]
+    return {"config": config_inputs(config), "models": {str(m): identity(m) for m in models}}
 
 
 def _service(model_dir: Path, run_dir: Path) -> LocalServiceClient:
@@ -72,7 +96,7 @@ def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConf
     config = replace(base, mode="sft", student=start or str(model_dir), steps=steps, sft_source=source,
                      batch_size=len(s.ids), run_dir=str(run_dir), save_every=0,
                      **{"learning_rate": s.sft_lr, "lr_schedule": "linear", **(optimizer or {})})
-    done = _last_state(run_dir, steps)
+    done = claim(run_dir, _stage_inputs(config, model_dir, start)) and _last_state(run_dir, steps)
     if done:
         return done
     console.rule(f"{name}: {steps} SFT steps" + (" from a checkpoint" if start else ""))
@@ -89,29 +113,44 @@ def _last_state(run_dir: Path, steps: int) -> str | None:
 
 def eval_stage(label: str, state: str, model_dir: Path, out: Path, base: TrainConfig, s: DemoSettings,
                samples: int | None = None) -> dict[str, Any]:
+    """Evaluate ``state`` (``s.eval_samples`` or ``samples`` per problem at ``s.temperature``)
+    into ``evals/LABEL.json``, with the inputs it came from beside the report; an existing
+    file is reused only when those inputs are the same."""
     cache = out / "evals" / f"{label}.json"
-    if cache.exists():
-        return json.loads(cache.read_text())
+    config = replace(base, student=state)
+    samples = samples or s.eval_samples
+    inputs = {"renderer": FAMILY, "samples": samples, "temperature": s.temperature, "state": state,
+              "config": config_inputs(config, TRAINING_ONLY),
+              "models": {str(model_dir): identity(model_dir), state: identity(state)}}
+    stored = read_json(cache)
+    if stored is not None and stored_matches(stored, inputs):
+        return {k: v for k, v in stored.items() if k not in _EVAL_KEYS}
     service = _service(model_dir, out / "evals")
     sampler = service.create_sampling_client(model_path=state)
     renderer = get_renderer(FAMILY, sampler.get_tokenizer())
-    report = evaluate(replace(base, student=state), sampler, renderer, samples=samples or s.eval_samples, temperature=s.temperature)
+    report = evaluate(config, sampler, renderer, samples=samples, temperature=s.temperature)
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(report, indent=2))
+    tmp = cache.with_name(f".{cache.name}.tmp")
+    tmp.write_text(json.dumps({**report, "fingerprint": digest(inputs), "inputs": inputs}, indent=2, default=str))
+    tmp.replace(cache)
     return report
+
+
+#: What an evaluation file holds beside the report.
+_EVAL_KEYS = ("fingerprint", "inputs")
 
 
 def train_stage(mode: str, student_state: str, teacher_state: str | None, model_dir: Path, steps: int,
                 out: Path, base: TrainConfig, s: DemoSettings, console: Console, name: str | None = None) -> str:
     run_dir = out / (name or mode)
-    done = _last_state(run_dir, steps)
-    if done:
-        return done
-    console.rule(f"{name or mode}: {steps} steps from the weak student")
     config = replace(
         base, mode=mode, student=student_state, teacher=teacher_state, steps=steps, learning_rate=s.rl_lr,
         lr_warmup_steps=s.rl_warmup_steps,
         kl_penalty_coef=s.kl_penalty_coef if mode == "distill" else 0.0, run_dir=str(run_dir), save_every=steps,
     )
+    done = claim(run_dir, _stage_inputs(config, model_dir, student_state, teacher_state)) and _last_state(run_dir, steps)
+    if done:
+        return done
+    console.rule(f"{name or mode}: {steps} steps from the weak student")
     Trainer(config, _service(model_dir, run_dir), console=console).run(resume=(run_dir / "checkpoints.jsonl").exists())
     return _last_state(run_dir, steps) or ""

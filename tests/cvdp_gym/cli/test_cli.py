@@ -103,7 +103,7 @@ COMMANDS = _leaf_commands(typer.main.get_command(app))
 
 def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
-        "", "doctor", "check", "eval", "compare", "export-bundled", "coverage", "parity", "debug", "report", "serve",
+        "", "doctor", "check", "eval", "compare", "rescore", "export-bundled", "coverage", "parity", "debug", "report", "serve",
         "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
         "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path", "decontaminate",
@@ -128,9 +128,10 @@ def test_help_lists_every_option(words):
 # parity's --dataset takes fewer kinds than debug's;
 # `toolchain install --toolchain` says what gets built (and defaults to root);
 # serve's --cache defaults to the user cache (every request shares it), eval's to none;
-# `benchmarks fetch --force` fetches a benchmark's files again.
+# `benchmarks fetch --force` fetches a benchmark's files again;
+# rescore's --reward is the new reward of stored rows (eval's the one it grades with), its --out a JSONL file of those rows.
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
-             ("decontaminate", "--out"),
+             ("decontaminate", "--out"), ("rescore", "--reward"), ("rescore", "--out"),
              ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force")}
 
 
