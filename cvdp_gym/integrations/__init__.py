@@ -9,6 +9,10 @@ extra of this package):
   for TRL's ``GRPOTrainer`` (extra ``trl``).
 - ``cvdp_gym.integrations.verifiers``: ``load_environment()`` and a ``verifiers.v1`` taskset
   whose rewards are the staged grader's (extra ``verifiers``).
+- ``cvdp_gym.integrations.skyrl``: a ``skyrl_gym`` text env (``cvdp_gym``, ``cvdp_gym_refine``,
+  ``cvdp_gym_agentic``), ``register()`` and a prompt-dataset writer for SkyRL (extra ``skyrl``).
+- ``cvdp_gym.integrations.openenv``: the environments served as an OpenEnv environment
+  (``make_app``, ``CVDPEnvironment``) and its typed client ``CVDPEnvClient`` (extra ``openenv``).
 
 They use only the package's public API: the Gymnasium environments, their documented
 ``info`` keys, and ``Grader``.

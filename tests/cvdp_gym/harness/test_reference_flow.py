@@ -298,6 +298,10 @@ CASES: dict[str, tuple[Problem, str]] = {
     "codev-r1/reset-value": (problem("counter-codev", COUNTER, "counter", mode="codev-r1"), WRONG_RESET_VALUE),
     "codev-r1/x": (problem("pick-codev", PICK, "pick", mode="codev-r1"), PICK.replace("8'bx", "8'd0")),
     "codev-r1/two-clocks": (problem("cdc-codev", CDC, "cdc", mode="codev-r1"), CDC),
+    "codev-r1/rare": (
+        problem("matcher-codev", MATCHER, "matcher", mode="codev-r1"),
+        MATCHER.replace("(a == b)", "(a == b) | (a == 16'h1234 && b == 16'h4321)"),
+    ),
     "verithoughts/self": (problem("counter-vt", COUNTER, "counter", mode="verithoughts"), COUNTER),
     "verithoughts/operator": (problem("alu-vt", ALU, "alu", mode="verithoughts"), WRONG_OP),
     "verithoughts/deep": (problem("timer-vt", TIMER, "timer", mode="verithoughts"), CASES_DEEP_TIMER),
@@ -595,6 +599,8 @@ def test_the_codev_r1_recipe_is_random_strict_and_one_clock(graded):
     assert graded["codev-r1/x"].failure_class == "test_failure" and graded["x/dontcare"].passed
     two = graded["codev-r1/two-clocks"]
     assert two.failure_class == "unsupported" and "one clock" in two.reason
+    # Its hole: a bug on one input pair in 2**32 passes the recipe; the default mode's formal stage finds it.
+    assert graded["codev-r1/rare"].passed and not graded["matcher/rare"].passed
 
 
 def test_the_verithoughts_recipe_is_50_steps_from_zero(graded):
