@@ -353,3 +353,30 @@ def render_in_chromium(page: Path, name: str, *, height: int = 2400) -> Path:
     )
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     return shot
+
+
+class ServedApp:
+    """An ASGI app under uvicorn on a free loopback port, in a thread; ``stop()`` ends it."""
+
+    def __init__(self, app: Any) -> None:
+        import socket
+        import time
+
+        import uvicorn
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive()

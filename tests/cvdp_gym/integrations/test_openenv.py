@@ -5,9 +5,6 @@ rewards are the ones the environment gives in process, from the real simulator."
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,12 +13,10 @@ pytest.importorskip("openenv.core")
 
 import gymnasium
 import httpx
-import uvicorn
-from fastapi import FastAPI
 
 from cvdp_gym.data import load_dataset
 from cvdp_gym.integrations.openenv import CVDPAction, CVDPEnvClient, CVDPObservation, make_app
-from tests.support import BUNDLED
+from tests.support import BUNDLED, ServedApp
 
 pytestmark = pytest.mark.sandbox
 
@@ -34,28 +29,6 @@ def fenced(code: str) -> str:
 
 REFERENCE = fenced(load_dataset("bundled")[SINGLE].reference[TARGET])
 WRONG = fenced((BUNDLED / SINGLE / "candidates" / "functional_bug" / TARGET).read_text())
-
-
-class Served:
-    """An app under uvicorn on a free loopback port, in a thread; ``stop()`` ends it."""
-
-    def __init__(self, app: FastAPI) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        assert not self.thread.is_alive()
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +45,15 @@ def in_process(toolchain) -> dict[str, tuple[float, dict]]:
 
 
 @pytest.fixture(scope="module")
-def single(toolchain) -> Iterator[Served]:
-    served = Served(make_app("CVDP-SingleShot-v0", ids=[SINGLE], cache=False))
+def single(toolchain) -> Iterator[ServedApp]:
+    served = ServedApp(make_app("CVDP-SingleShot-v0", ids=[SINGLE], cache=False))
     yield served
     served.stop()
 
 
 @pytest.fixture(scope="module")
-def refine(toolchain) -> Iterator[Served]:
-    served = Served(make_app("CVDP-Refine-v0", ids=[SINGLE], cache=False, max_attempts=3))
+def refine(toolchain) -> Iterator[ServedApp]:
+    served = ServedApp(make_app("CVDP-Refine-v0", ids=[SINGLE], cache=False, max_attempts=3))
     yield served
     served.stop()
 

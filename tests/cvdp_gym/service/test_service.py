@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,7 +11,6 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 import httpx
-import uvicorn
 from typer.testing import CliRunner
 
 from cvdp_gym.cli import app as cli_app
@@ -22,6 +19,7 @@ from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading import GradeCache, Grader, make_reward
 from cvdp_gym.service.app import ServiceConfig, create_app
 from cvdp_gym.service.client import GradingClient
+from tests.support import ServedApp
 
 pytestmark = pytest.mark.sandbox
 
@@ -42,26 +40,11 @@ def unique(files: dict[str, str], n: int) -> dict[str, str]:
     return {path: text + f"\n// variant {n} {time.time_ns()}\n" for path, text in files.items()}
 
 
-class Served:
-    """A uvicorn server on a free loopback port, in a thread; ``stop()`` ends it."""
+class Served(ServedApp):
+    """The grading service on a free loopback port (``tests.support.ServedApp``)."""
 
     def __init__(self, config: ServiceConfig) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        assert not self.thread.is_alive()
+        super().__init__(create_app(config))
 
 
 def serve(runner, tmp_path, **options) -> Served:
