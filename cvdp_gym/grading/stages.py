@@ -28,6 +28,7 @@ from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
     INFRA_ERROR,
+    TIMEOUT,
     TOOLCHAIN_GAP,
     UNSUPPORTED,
     HarnessResult,
@@ -89,6 +90,8 @@ def _stages(
         linted = runner.lint(problem, files, workspace=workspace)
         detail = "; ".join(linted.errors[:3])
         stages.append(Stage("syntax", linted.ok, detail if not linted.ok else linted.simulator, linted.seconds))
+        if linted.timed_out:  # killed (a cancelled job) or past its limit: says nothing of the answer
+            return stop(TIMEOUT, f"the compile-only check did not finish: {detail or 'killed'}")
         if not linted.ok:
             if linted.gap:
                 return stop(TOOLCHAIN_GAP, f"Icarus 11 rejected code a full SystemVerilog parser accepts: {detail}")

@@ -37,6 +37,8 @@ class LintResult:
     errors: list[str]
     simulator: str
     seconds: float
+    #: The compiler did not finish (its limit, or a cancelled job killed it): no verdict.
+    timed_out: bool = False
 
 
 def compile_call(toolchain: Toolchain, run_dir: Path, service: Service) -> tuple[list[str], dict[str, Any], str]:
@@ -76,7 +78,7 @@ def compile_only(
     gap = False
     if not ok and simulator == "icarus" and toolchain.reports_gaps:
         gap = bool(sorry_lines(outcome.output)) or full_parser_accepts(run_dir, service)
-    return LintResult(ok, gap, errors, simulator, time.monotonic() - started)
+    return LintResult(ok, gap, errors, simulator, time.monotonic() - started, timed_out=outcome.timed_out)
 
 
 def full_parser_accepts(run_dir: Path, service: Service) -> bool:

@@ -399,9 +399,11 @@ class HarnessRunner:
                 tree = self.prepare(run_dir, problem, files, workspace)
             except RepoUnavailable as exc:
                 return LintResult(True, False, [f"not linted: {exc}"], "none", 0.0)
-            except (UnsafePathError, OSError) as exc:
+            except UnsafePathError as exc:
                 simulator = service.environment.get("SIM", "icarus").lower()
                 return LintResult(False, False, [str(exc)], simulator, time.monotonic() - start)
+            except OSError as exc:  # the machine's, not the answer's: the harness run classifies it
+                return LintResult(True, False, [f"not linted: {exc}"], "none", 0.0)
             return compile_only(self.sandbox, self.toolchain, run_dir, service, started=start)
         finally:
             _remove_run_dir(run_dir, tree)

@@ -60,6 +60,8 @@ NOT_INPUT_ERRORS = {
     ("check.py", "CheckInterrupted"): "Ctrl-C is a KeyboardInterrupt, not an error",
     ("__init__.py", "AttributeError"): "the module __getattr__ protocol (PEP 562) for an unknown name",
     ("envs/spaces.py", "ValueError"): "invariant: the environments bound their observations to the space",
+    ("eval/rescore.py", "NotRescorable"): "private: caught per row and reported as that row's reason",
+    ("sandbox/scratch.py", "ValueError"): "invariant: callers name one of SCRATCH_KINDS (a programming error)",
     ("sandbox/tree_copy.py", "OSError"): "a mount(2) that failed: caught by copy_tree, which copies instead",
     ("sandbox/tree_texts.py", "KeyError"): "the Mapping protocol for a path that is not a text file",
     ("service/app.py", "_Refused"): "private: caught two lines below and answered 400",

@@ -71,3 +71,17 @@ def test_a_broken_harness_is_excluded_and_cached_not_an_infra_failure(sandbox, p
     second = grader.grade_response(broken, fenced(problem.reference))
     assert (second.failure_class, second.excluded, second.cached) == ("harness_error", True, True)
     assert len(grader.cache) == 1
+
+
+def test_a_compile_check_killed_by_a_cancelled_job_is_no_verdict_on_the_answer(sandbox, problem):
+    """A job cancelled while its compile-only check runs (a server shutting down): the killed
+    compiler says nothing of the answer, so it is a ``timeout`` (never cached), not a build error."""
+    from cvdp_gym.grading.stages import run_stages
+    from cvdp_gym.sandbox.cancel import CancelToken, cancellable
+
+    token = CancelToken()
+    token.cancel()
+    with cancellable(token):
+        result = run_stages(HarnessRunner(sandbox), problem, dict(problem.reference), lint=True, interface=True)
+    assert result.failure_class == "timeout", (result.failure_class, result.reason)
+    assert "did not finish" in result.reason
