@@ -14,32 +14,15 @@ from cvdp_gym.data.problems import Dataset, Problem
 from cvdp_gym.envs.refine import RefineEnv
 from cvdp_gym.grading import Grader
 from cvdp_gym.grading.feedback import feedback_text
+from tests.cvdp_gym.harness.test_reference_flow import (
+    DETECTOR,
+    MATCHER,
+    MATCHER_RARE,
+    WRONG_TRANSITION,
+)
 
 pytestmark = pytest.mark.sandbox
 
-DETECTOR = """module detector(input clk, input reset, input bit_in, output reg found);
-  localparam IDLE = 2'd0, ONE = 2'd1, ONEZERO = 2'd2, HIT = 2'd3;
-  reg [1:0] state, next;
-  always @(posedge clk) if (reset) state <= IDLE; else state <= next;
-  always @* begin
-    next = state;
-    case (state)
-      IDLE: next = bit_in ? ONE : IDLE;
-      ONE: next = bit_in ? ONE : ONEZERO;
-      ONEZERO: next = bit_in ? HIT : IDLE;
-      HIT: next = bit_in ? ONE : ONEZERO;
-    endcase
-  end
-  always @* found = (state == HIT);
-endmodule
-"""
-WRONG_TRANSITION = DETECTOR.replace("ONEZERO: next = bit_in ? HIT : IDLE;", "ONEZERO: next = bit_in ? HIT : ONE;")
-MATCHER = """module matcher(input [15:0] a, input [15:0] b, output eq);
-  assign eq = (a == b);
-endmodule
-"""
-#: Differs on one input pair: only the formal stage finds it.
-MATCHER_RARE = MATCHER.replace("(a == b)", "(a == b) | (a == 16'h1234 && b == 16'h4321)")
 
 
 def problem(name: str, reference: str, top: str, **equivalence) -> Problem:
