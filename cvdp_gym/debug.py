@@ -89,12 +89,30 @@ def answer_from_run(problem: Problem, run_dir: Path, sample: int | None = None) 
         which = f"sample {sample} of {problem.id}" if sample is not None else problem.id
         raise DebugError(f"--run {run_dir}: {RESULTS} has no answer to {which}")
     row = rows[0]
-    if not isinstance(row.get("response"), str):
-        raise DebugError(f"--run {run_dir}: the record of {problem.id} has no response text (an agentic episode); use --answer")
-    files = _extract(problem, row["response"], f"--run {run_dir} ({problem.id} sample {row['sample']})")
+    where = f"--run {run_dir} ({problem.id} sample {row['sample']})"
+    if isinstance(row.get("transcript"), str):
+        files = _episode_files(run_dir / row["transcript"], where)
+    elif isinstance(row.get("response"), str):
+        files = _extract(problem, row["response"], where)
+    else:
+        raise DebugError(f"{where}: the record has neither a response text nor a transcript; use --answer")
     recorded = {k: row.get(k) for k in ("verdict", "reason", "tests_passed", "tests_total", "sample")}
     seed = row.get("seed") if isinstance(row.get("seed"), int) else None
     return Answer(files, f"sample {row['sample']} of {run_dir}", seed, recorded)
+
+
+def _episode_files(path: Path, where: str) -> dict[str, str]:
+    """The files an episode's grade took (``answer_files`` of its transcript)."""
+    try:
+        transcript = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DebugError(f"{where}: cannot read its transcript {path} ({exc.__class__.__name__})") from None
+    files = transcript.get("answer_files") if isinstance(transcript, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise DebugError(f"{where}: its transcript {path} records no graded files (written before they were kept); use --answer")
+    if not files:
+        raise DebugError(f"{where}: the episode ended with no file graded ({transcript.get('verdict')}); nothing to lay out")
+    return dict(files)
 
 
 @dataclass

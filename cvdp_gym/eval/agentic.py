@@ -171,7 +171,11 @@ class AgenticEvaluator(Evaluator):
         )
         stored = grade.to_dict()
         stored.pop("files", None)
-        transcript.update(verdict=row["verdict"], passed=row["passed"], reward=row["reward"], reason=row["reason"], grade=stored)
+        # The files graded, as graded: what ``cvdp-gym debug --run`` lays out again.
+        transcript.update(
+            verdict=row["verdict"], passed=row["passed"], reward=row["reward"], reason=row["reason"], grade=stored,
+            answer_files=dict(grade.files),
+        )
         partial = path.with_suffix(".json.part")
         partial.write_text(json.dumps(transcript, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(partial, path)

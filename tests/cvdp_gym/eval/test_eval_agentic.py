@@ -275,6 +275,16 @@ def test_wrong_agent_scores_zero(agents, tmp_path, mode):
     for row in results(out).values():
         transcript = json.loads((out / row["transcript"]).read_text())
         assert transcript["grade"]["tests"]["failed"] > 0 and row["end_reason"] == "finish" and transcript["final_diff"]
+    if mode == "qwen":
+        # `debug --run` lays out the files the episode's grade took, and regrading them gives
+        # the recorded failure again.
+        debug = subprocess.run(
+            [sys.executable, "-m", "cvdp_gym.cli", "debug", CRC8, "--run", str(out), "--out", str(tmp_path / "debug"), "--rerun"],
+            capture_output=True, text=True, timeout=300,
+        )
+        assert debug.returncode == 0 and "verdict: test_failure\n" in debug.stdout, debug.stdout + debug.stderr
+        recorded = json.loads((out / results(out)[(CRC8, 0)]["transcript"]).read_text())["answer_files"]
+        assert {rel: (tmp_path / "debug" / "code" / rel).read_text() for rel in recorded} == recorded
 
 
 @pytest.mark.parametrize("mode", ["native", "qwen"])
