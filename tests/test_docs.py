@@ -62,7 +62,7 @@ BENCHMARK_COPIES = {
     "CVDP_GYM_RTLLM": "rtllm", "CVDP_GYM_RTLLM_V1_1": "rtllm-v1.1",
 }
 #: Programs of .venv/bin that are not this project's console scripts (their options are not checked).
-OTHER_TOOLS = {"python", "pip", "ruff", "pytest", "mkdocs"}
+OTHER_TOOLS = {"python", "pip", "ruff", "pytest", "mkdocs", "vf-eval"}
 _SEPARATORS = {"&&", "||", ";", "|", "&"}
 _INLINE_COMMAND = re.compile(r"`((?:\.venv/bin/)?(?:cvdp-gym|rtl-train) [^`]+)`")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -22,8 +22,9 @@ The harness programs are PEP 723 scripts that verifiers prepares with ``uv sync 
 from this package's ``verifiers`` extra and is put on ``PATH`` here, so verifiers never
 downloads it from astral.sh.
 
-verifiers resolves a taskset by importing its id as a top-level module, so this module is
-also registered as ``cvdp_gym_verifiers`` (``TASKSET_ID``) when imported.
+verifiers resolves a taskset by importing its id as a top-level package: the package
+``cvdp_gym_verifiers`` (``TASKSET_ID``) re-exports this module's taskset, so verifiers' own
+commands find it too (``vf-eval cvdp_gym_verifiers --env.taskset.dataset bundled ...``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,6 @@ from cvdp_gym.grading import GradeResult, make_reward
 from cvdp_gym.integrations._shared import grade_metrics, problems, shared_grader
 
 TASKSET_ID = "cvdp_gym_verifiers"
-sys.modules.setdefault(TASKSET_ID, sys.modules[__name__])
 
 AGENTIC_NOTE = (
     "The files named above are in your current working directory. Edit them there with "

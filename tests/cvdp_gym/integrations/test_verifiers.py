@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +22,13 @@ pytest.importorskip("verifiers.v1")
 import verifiers.v1 as vf
 from verifiers.v1.env import RunSlot
 
-from cvdp_gym.integrations.verifiers import load_environment
+from cvdp_gym.data import load_dataset
+from cvdp_gym.grading import make_reward
+from cvdp_gym.integrations._shared import shared_grader
+from cvdp_gym.integrations.verifiers import TASKSET_ID, load_environment
 from tests.support import BUNDLED
+
+BUNDLED_DATA = load_dataset("bundled")
 
 pytestmark = pytest.mark.sandbox
 
@@ -97,19 +106,37 @@ def rollouts(env: vf.Env, base_url: str, agents: list[str], monkeypatch) -> list
     return asyncio.run(play())
 
 
-def test_single_turn_rollouts_are_scored_by_the_staged_grader(endpoint, monkeypatch):
+def vf_eval(base_url: str, model: str, out: Path) -> dict[str, Any]:
+    """One episode through verifiers' own evaluation command (``vf-eval``, the taskset found
+    by its id); its one trace record."""
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("vf-eval")), TASKSET_ID, "-m", model, "--client.base-url", base_url,
+         "--client.api-key-var", "CVDP_LOCAL_KEY", "--env.taskset.ids", SINGLE, "--env.agent.harness.id", "null",
+         "--env.agent.runtime.type", "subprocess", "--no-push", "-o", str(out)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "CVDP_LOCAL_KEY": "local"},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (traces,) = out.glob("*/traces.jsonl")
+    (record,) = [json.loads(line) for line in traces.read_text().splitlines()]
+    return record
+
+
+def test_single_turn_rollouts_are_scored_by_the_staged_grader(endpoint, monkeypatch, tmp_path):
     requests, base_url = endpoint
+    # The reference through vf-eval gets the reward the grader gives it in process.
+    record = vf_eval(base_url, "correct", tmp_path / "vf")
+    assert record["ok"] and not record["errors"], record["errors"]
+    (trace,) = record["traces"]
+    grade = shared_grader().grade_response(BUNDLED_DATA[SINGLE], f"```systemverilog\n{design(SINGLE, SINGLE_TARGET, 'correct')}```")
+    assert trace["rewards"]["cvdp_reward"]["score"] == pytest.approx(make_reward("shaped")(grade)) == pytest.approx(1.4)  # format + syntax + pass
+    assert trace["metrics"]["passed"] == 1.0 and trace["metrics"]["tests_total"] > 0
+    # A wrong answer, in process: its recorded failure.
     env = load_environment("bundled", ids=[SINGLE])
-    correct, wrong = rollouts(env, base_url, ["correct", "wrong"], monkeypatch)
-    for episode in (correct, wrong):
-        assert episode.ok, episode.errors
-        (trace,) = episode.traces
-        assert [m.role for m in trace.messages] == ["system", "user", "assistant"]
-        assert trace.task.data.problem_id == SINGLE
-    (good,), (bad,) = correct.traces, wrong.traces
-    assert list(good.rewards) == ["cvdp_reward"] and good.reward == pytest.approx(1.4)  # shaped: format + syntax + pass
-    assert good.metrics["passed"] == 1.0 and good.metrics["tests_total"] > 0
-    assert bad.reward == pytest.approx(0.4)  # compiles, fails the tests
+    (wrong,) = rollouts(env, base_url, ["wrong"], monkeypatch)
+    assert wrong.ok, wrong.errors
+    (bad,) = wrong.traces
+    assert [m.role for m in bad.messages] == ["system", "user", "assistant"] and bad.task.data.problem_id == SINGLE
+    assert list(bad.rewards) == ["cvdp_reward"] and bad.reward == pytest.approx(0.4)  # compiles, fails the tests
     assert bad.metrics["passed"] == 0.0 and bad.metrics["tests_passed"] < bad.metrics["tests_total"]
     sent = [r for r in requests if r["model"] in ("correct", "wrong") and not r.get("tools")]
     assert sent and all(r["messages"][0]["role"] == "system" for r in sent)
