@@ -154,5 +154,9 @@ def test_hub_offline_fails_with_a_clear_message(tmp_path):
 
 def test_hub_error_type_is_raised_in_process(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads the variable once, at import: a test before this one may have
+    # imported it already (then, without this, it tries the network until it times out).
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(HubUnavailable):
         load_dataset("hf:nonagentic_code_generation_no_commercial.jsonl", cache_dir=tmp_path)
