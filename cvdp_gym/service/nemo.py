@@ -154,6 +154,12 @@ def container_exit_code(result: GradeResult) -> int:
     return 0 if result.passed else 1
 
 
+def container_stderr(result: GradeResult) -> str:
+    """NeMo-Gym's CVDP ``container_stderr``: every service's log tail, each line block headed
+    ``[service]`` as its server joins them (its report keeps it as a failed rollout's log)."""
+    return "\n".join(f"[{run['name']}] {run['log_tail']}" for run in result.services)
+
+
 def container_services(result: GradeResult) -> list[dict[str, Any]]:
     """NeMo-Gym's CVDP ``container_services``: ``{"service", "exit_code", "stderr"}`` for each
     harness service (``stderr`` the tail of its output), empty when no harness ran (its
@@ -240,6 +246,7 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
             "parse_failed": text is not None and not result.format_ok,
             "container_exit_code": container_exit_code(result),
             "container_services": container_services(result),
+            "container_stderr": container_stderr(result),
         })
 
     @app.post("/aggregate_metrics", tags=["nemo-gym"], summary="NeMo-Gym: reward and pass rate per problem and overall")

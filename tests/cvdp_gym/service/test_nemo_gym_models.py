@@ -112,6 +112,7 @@ def test_our_nemo_gym_traffic_passes_nemo_gyms_own_models(runner, sandbox, tmp_p
         assert [(s["service"], s["exit_code"]) for s in passed["container_services"]] == [("direct", 0)]
         assert [(s["service"], s["exit_code"]) for s in failed["container_services"]] == [("direct", 1)]
         assert "FAIL" in failed["container_services"][0]["stderr"]
+        assert failed["container_stderr"].startswith("[direct] ") and "FAIL" in failed["container_stderr"]
         for answer in (passed, failed):  # the reward is the sum of its components
             assert sum(answer["reward_components"].values()) == answer["reward"], answer["reward_components"]
         aggregate_request = {"verify_responses": [passed, failed]}
