@@ -37,6 +37,9 @@ from cvdp_gym.sandbox.tree_texts import TreeTexts
 __all__ = ["MANIFEST", "Answer", "DebugFolder", "answer_from_file", "answer_from_run", "materialise", "open_folder"]
 
 MANIFEST = "debug.json"
+#: Container sandboxes whose shell is their command line client, and the variables that
+#: tell the client where its engine is.
+CONTAINER_CLIENTS = {"docker": ("DOCKER_",), "podman": ("CONTAINER_", "XDG_")}
 COMMANDS = "commands.sh"
 README = "README.md"
 
@@ -261,8 +264,9 @@ def shell_command(folder: DebugFolder, runner: HarnessRunner, service: str | Non
         which = f"harness service {service!r}" if service else "harness service"
         raise DebugError(f"{folder.problem.id}: no {which} that can run here (services: {names})")
     call = runnable[0][1]
-    if runner.sandbox.name == "docker" and shutil.which("docker") is None:
-        raise DebugError("--shell with --sandbox docker needs the docker command line client on PATH")
+    engine = runner.sandbox.name
+    if engine in CONTAINER_CLIENTS and shutil.which(engine) is None:
+        raise DebugError(f"--shell with --sandbox {engine} needs the {engine} command line client on PATH")
     kwargs = call.sandbox_kwargs()
     kwargs["env"] = {**call.env, "TERM": os.environ.get("TERM", "dumb")}
     return runner.sandbox.command_line(["bash", "-i"], interactive=True, **kwargs)
@@ -272,6 +276,7 @@ def shell(folder: DebugFolder, runner: HarnessRunner, service: str | None = None
     """Run the interactive shell on this terminal; returns its exit status."""
     line = shell_command(folder, runner, service)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-    if runner.sandbox.name == "docker":
-        env.update({k: v for k, v in os.environ.items() if k.startswith("DOCKER_") or k == "HOME"})
+    if runner.sandbox.name in CONTAINER_CLIENTS:
+        prefixes = CONTAINER_CLIENTS[runner.sandbox.name]
+        env.update({k: v for k, v in os.environ.items() if k.startswith(prefixes) or k == "HOME"})
     return subprocess.call(line, env=env)

@@ -48,9 +48,30 @@ def default_target(version: str = PYTHON_VERSION) -> Path:
 
 
 def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -> Path:
-    """Build ``target`` unless it holds this very spec already; built beside it and moved in
-    whole, so an interrupted build leaves no half folder."""
-    spec = {"nemo_gym": NEMO_GYM, "packages": list(PACKAGES), "python": version, "keep": list(KEEP)}
+    """Build NeMo-Gym's folder at ``target`` (see ``build_folder``)."""
+    return build_folder(target, NEMO_GYM, PACKAGES, KEEP, version, force=force, label="nemo_gym")
+
+
+def build_folder(
+    target: Path,
+    wheel: str,
+    packages: tuple[str, ...],
+    keep: tuple[str, ...],
+    version: str = PYTHON_VERSION,
+    *,
+    force: bool = False,
+    label: str = "wheel",
+    platforms: tuple[str, ...] = ("manylinux2014_x86_64",),
+) -> Path:
+    """Build ``target`` unless it holds this very spec already: ``packages`` installed for
+    CPython ``version`` (cp wheels, with their dependencies), and the members of ``wheel``
+    (``name==version``, downloaded without its dependencies) under the prefixes ``keep``;
+    ``platforms``: the wheel platform tags accepted.
+    Built beside it and moved in whole, so an interrupted build leaves no half folder.
+    ``scripts/harbor_models.py`` builds Harbor's folder with it too."""
+    spec: dict[str, object] = {label: wheel, "packages": list(packages), "python": version, "keep": list(keep)}
+    if platforms != ("manylinux2014_x86_64",):
+        spec["platforms"] = list(platforms)
     marker = target / MARKER
     if not force and marker.exists() and json.loads(marker.read_text()).get("spec") == spec:
         return target
@@ -58,15 +79,15 @@ def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     start = time.monotonic()
     try:
-        platform = ["--python-version", version, "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
-                    "--implementation", "cp"]
+        platform = ["--python-version", version, "--only-binary=:all:", "--implementation", "cp"]
+        platform += [arg for tag in platforms for arg in ("--platform", tag)]
         pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-        subprocess.run([*pip, "install", "--target", str(staging), *platform, *PACKAGES], check=True)
+        subprocess.run([*pip, "install", "--target", str(staging), *platform, *packages], check=True)
         wheels = staging / ".wheels"
-        subprocess.run([*pip, "download", "--no-deps", "-d", str(wheels), *platform, NEMO_GYM], check=True)
-        for wheel in wheels.glob("nemo_gym-*.whl"):
-            with zipfile.ZipFile(wheel) as archive:
-                archive.extractall(staging, [n for n in archive.namelist() if n.startswith(KEEP)])
+        subprocess.run([*pip, "download", "--no-deps", "-d", str(wheels), *platform, wheel], check=True)
+        for archive_path in wheels.glob("*.whl"):
+            with zipfile.ZipFile(archive_path) as archive:
+                archive.extractall(staging, [n for n in archive.namelist() if n.startswith(keep)])
         shutil.rmtree(wheels)
         size = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
         (staging / MARKER).write_text(json.dumps({"spec": spec, "bytes": size, "seconds": round(time.monotonic() - start, 1)}))

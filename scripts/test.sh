@@ -25,6 +25,15 @@ if ! command -v chromium >/dev/null 2>&1; then
     || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
     || echo "[test] chromium could not be installed: the headless-browser test will be skipped"
 fi
+# The Slurm recipes' test starts a one-node Slurm on loopback (Debian's slurm-wlm 22.05 and
+# munge, about 13 MB). Only the tests need them, so setup.sh does not install them.
+if ! dpkg -s slurm-wlm munge >/dev/null 2>&1; then
+  echo "[test] installing slurm-wlm and munge for the Slurm recipes' test"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null \
+    || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null; } \
+    || echo "[test] slurm-wlm could not be installed: the Slurm recipes' test cannot run"
+fi
 # The command-line agents' tests install codex from npm (and mini-swe-agent with pip) into
 # ~/.cache/cvdp-gym/agents, once; npm comes with Node.js where it is installed.
 if ! command -v npm >/dev/null 2>&1; then
@@ -39,5 +48,13 @@ fi
 # with them in the sandbox's Python 3.14: about 50 MB fetched, a few seconds; kept in the cache.
 .venv/bin/python scripts/nemo_gym_models.py \
   || echo "[test] NeMo-Gym's models could not be built: their test will be skipped"
+# Harbor's task loader and verifier (Python >= 3.12) and cvdp-gym's dependencies for the root's
+# Python 3.14, for the Harbor export test: about 130 MB fetched, ~30 s; kept in the cache.
+.venv/bin/python scripts/harbor_models.py \
+  || echo "[test] Harbor's models could not be built: its test will be skipped"
+# veRL 0.9.1 (transformers<5.11) in a venv of its own, for its integration test: torch CPU +
+# verl with its dependencies, ~1.9 GB, ~3 min the first time; kept in the cache.
+.venv/bin/python scripts/verl_env.py \
+  || echo "[test] the veRL venv could not be built: its test will be skipped"
 .venv/bin/ruff check cvdp_gym rtl_trainer tests scripts
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

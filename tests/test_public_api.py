@@ -77,7 +77,7 @@ PINNED_ALL = {
     ],
     "cvdp_gym.toolchain": [
         "CVDP_SIM", "GENERATIONS", "ICARUS12", "KINDS", "RootBuildError", "SIMULATORS", "SimEnv", "Tool", "Toolchain",
-        "default_kind", "detect", "doctor_rows", "install", "toolchain_dir",
+        "default_kind", "detect", "doctor_rows", "install", "root_dir", "toolchain_dir",
     ],
     "rtl_trainer.backends": ["STATE_FILE", "is_saved_state", "load_tokenizer", "make_service"],
     "rtl_trainer.backends.local": [

@@ -4,9 +4,9 @@ This module is the app and its wiring only (the console script is ``cvdp_gym.cli
 each command lives in the module of its group, options shared by several commands in
 :mod:`cvdp_gym.cli._options`:
 
-- ``doctor``, ``toolchain install|path|docker-image``: :mod:`cvdp_gym.cli.toolchain`
+- ``doctor``, ``toolchain install|pack|path|docker-image``: :mod:`cvdp_gym.cli.toolchain`
 - ``check``: :mod:`cvdp_gym.cli.check` (its library logic: :mod:`cvdp_gym.check`)
-- ``export-bundled``: :mod:`cvdp_gym.cli.export`
+- ``export-bundled``, ``export harbor``, ``export verl``: :mod:`cvdp_gym.cli.export` (the library logic: :mod:`cvdp_gym.integrations.harbor`, :mod:`cvdp_gym.integrations.verl`)
 - ``coverage``: :mod:`cvdp_gym.cli.coverage` (its library logic: :mod:`cvdp_gym.coverage`)
 - ``decontaminate``: :mod:`cvdp_gym.cli.decontaminate` (its library logic: :mod:`cvdp_gym.decontaminate`)
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
@@ -32,12 +32,18 @@ from cvdp_gym.cli.coverage import coverage_command
 from cvdp_gym.cli.debug import debug_command
 from cvdp_gym.cli.decontaminate import decontaminate_command
 from cvdp_gym.cli.eval import eval_command
-from cvdp_gym.cli.export import export_bundled
+from cvdp_gym.cli.export import export_bundled, export_harbor, export_verl
 from cvdp_gym.cli.parity import parity_command
 from cvdp_gym.cli.report import report_command
 from cvdp_gym.cli.rescore import rescore_command
 from cvdp_gym.cli.serve import serve_command
-from cvdp_gym.cli.toolchain import doctor, toolchain_docker_image, toolchain_install, toolchain_path
+from cvdp_gym.cli.toolchain import (
+    doctor,
+    toolchain_docker_image,
+    toolchain_install,
+    toolchain_pack,
+    toolchain_path,
+)
 
 __all__ = ["app"]
 
@@ -52,13 +58,18 @@ benchmarks_app = typer.Typer(help="The benchmarks beside CVDP (VerilogEval, RTLL
 app.add_typer(benchmarks_app, name="benchmarks")
 agents_app = typer.Typer(help="Command-line coding agents for `eval --agent`: list, install, check.", invoke_without_command=True)
 app.add_typer(agents_app, name="agents")
+export_app = typer.Typer(help="Write problems in another tool's format: Harbor task folders, veRL's Parquet rows.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
 
 app.command("doctor")(doctor)
 toolchain_app.command("install")(toolchain_install)
+toolchain_app.command("pack")(toolchain_pack)
 toolchain_app.command("path")(toolchain_path)
 toolchain_app.command("docker-image")(toolchain_docker_image)
 app.command("check")(check_command)
 app.command("export-bundled")(export_bundled)
+export_app.command("harbor")(export_harbor)
+export_app.command("verl")(export_verl)
 app.command("eval")(eval_command)
 app.command("compare")(compare_command)
 app.command("rescore")(rescore_command)

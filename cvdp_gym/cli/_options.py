@@ -27,7 +27,7 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 
 # ---------------------------------------------------------------- where and how harnesses run
 
-SandboxOpt = Annotated[str, typer.Option(help="Where harnesses run: bubblewrap (no daemon) or docker.")]
+SandboxOpt = Annotated[str, typer.Option(help="Where harnesses run: bubblewrap (no daemon), docker or podman (rootless).")]
 ExecutorOpt = Annotated[str | None, typer.Option(help="Where simulations run: threads (default), processes[:N] or ray[:ADDRESS].")]
 ToolchainOpt = Annotated[
     str | None,

@@ -1,14 +1,17 @@
-"""``cvdp-gym doctor`` and ``cvdp-gym toolchain install|path|docker-image``: the simulation
-toolchain, checked, built and located.
+"""``cvdp-gym doctor`` and ``cvdp-gym toolchain install|pack|path|docker-image``: the
+simulation toolchain, checked, built, packed and located.
 
 ``doctor`` prints one row per component and exits 1 if any is missing (with the command that
-installs it); the ``toolchain`` commands build the pinned root or the host fallback, print
-where it lives, and import it into Docker as the stand-in image. :mod:`cvdp_gym.cli` wires
-them into the app.
+installs it, one an ordinary user can run where there is one), and which sandbox limits hold
+here; the ``toolchain`` commands build the pinned root or the host fallback (or install a
+root packed elsewhere: ``install --from``), pack the root into one archive, print where it
+lives, and import it into Docker as the stand-in image. :mod:`cvdp_gym.cli` wires them into
+the app.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -34,11 +37,27 @@ def doctor(toolchain: ToolchainOpt = None) -> None:
     for name, ok, version, fix in doctor_rows(tc):
         all_ok &= ok
         table.add_row(name, "[green]ok[/]" if ok else "[red]missing[/]", version, fix)
+    if tc.bwrap.ok:
+        from cvdp_gym.sandbox.bwrap import limits_in_force
+
+        held, lacking = limits_in_force()
+        table.add_row("sandbox limits", "[green]ok[/]", held, "")
+        if lacking:
+            table.add_row("sandbox limits", "[yellow]partial[/]", lacking, "")
     for name, state, fix in _repository_rows():
         table.add_row(name, "[green]ok[/]", state, fix)
     console.print(table)
     if not all_ok:
-        console.print("Some components are missing: `scripts/setup.sh` installs everything.")
+        from cvdp_gym.toolchain.unprivileged import FROM_ARCHIVE, is_root
+
+        if is_root():
+            console.print("Some components are missing: `scripts/setup.sh` installs everything.")
+        else:
+            console.print(
+                "Some components are missing: each row's fix runs without root. Without mmdebstrap (or apt), "
+                f"install a packed root: {FROM_ARCHIVE}; see docs/clusters.md.",
+                soft_wrap=True,
+            )
         raise typer.Exit(1)
 
 
@@ -64,17 +83,46 @@ def toolchain_install(
     toolchain: Annotated[str, typer.Option(help="root: build the pinned simulation root (Icarus 13); host: venvs for the host's simulators.")] = "root",
     generation: Annotated[list[str] | None, typer.Option(help="host only: cocotb2 and/or cocotb1 (default: both).")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if installed.")] = False,
+    from_archive: Annotated[Path | None, typer.Option("--from", help="Install the root packed in this archive (cvdp-gym toolchain pack) instead of building it: no root, mmdebstrap or apt needed.")] = None,
+    sha256: Annotated[str | None, typer.Option(help="--from: the archive's expected SHA-256 (default: ARCHIVE.sha256 beside it, if any).")] = None,
+    root: Annotated[Path | None, typer.Option(help="Where the root goes (default: $CVDP_GYM_ROOT, else under the toolchain folder); users of a shared root set CVDP_GYM_ROOT to it.")] = None,
 ) -> None:
     """Build the simulation toolchain: the pinned root (default) or the host fallback's environments."""
-    from cvdp_gym.toolchain import GENERATIONS, RootBuildError, install
+    import os
 
+    from cvdp_gym.toolchain import GENERATIONS, ROOT_ENV, RootBuildError, install
+
+    if root is not None:
+        os.environ[ROOT_ENV] = str(root.resolve())
     try:
         with console.status(f"installing the {toolchain} toolchain"):
-            tc = install(toolchain, generations=tuple(generation or GENERATIONS), force=force, log=console.print)
+            tc = install(
+                toolchain, generations=tuple(generation or GENERATIONS), force=force, log=console.print,
+                archive=from_archive, sha256=sha256,
+            )
     except (RootBuildError, ValueError) as exc:
         raise fail(str(exc)) from None
     for key, value in tc.versions().items():
         console.print(f"{key}: {value}")
+
+
+def toolchain_pack(
+    archive: Annotated[Path, typer.Argument(help="The archive to write (ARCHIVE.sha256 is written beside it).")],
+    compression: Annotated[str, typer.Option(help="gz (gzip level 1: the default), xz (smaller, slower) or none.")] = "gz",
+) -> None:
+    """Write the built simulation root as one archive that any user installs with `toolchain install --from`."""
+    from cvdp_gym.toolchain import RootBuildError, detect
+    from cvdp_gym.toolchain.pack import pack
+
+    tc = detect("root")
+    if tc.root is None:
+        raise fail("no simulation root here; build it first: cvdp-gym toolchain install")
+    try:
+        with console.status(f"packing {tc.root}"):
+            result = pack(tc.root, archive, compression=compression, log=console.print)
+    except RootBuildError as exc:
+        raise fail(str(exc)) from None
+    print(f"{result.archive} sha256 {result.sha256}")
 
 
 def toolchain_path(toolchain: ToolchainOpt = None) -> None:

@@ -231,8 +231,8 @@ class HarnessRunner:
             # The official heavy layout: /code is the repository's tree (or the agent's
             # copy of it) and nothing else; /src and /rundir are mounted beside it.
             base = workspace if workspace is not None else self.repos.problem_tree(problem)
-            # Docker's engine binds /code itself: a mount must be in its namespace too.
-            visible_to = "dockerd" if getattr(self.sandbox, "name", "") == "docker" else None
+            # A container engine binds /code itself: a mount must be in its namespace too.
+            visible_to = getattr(self.sandbox, "engine_process", None)
             tree = copy_tree(base, code, strategy=tree_strategy, visible_to=visible_to)
             try:
                 write_tree(harness, problem.harness)

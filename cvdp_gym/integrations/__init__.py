@@ -13,6 +13,12 @@ extra of this package):
   ``cvdp_gym_agentic``), ``register()`` and a prompt-dataset writer for SkyRL (extra ``skyrl``).
 - ``cvdp_gym.integrations.openenv``: the environments served as an OpenEnv environment
   (``make_app``, ``CVDPEnvironment``) and its typed client ``CVDPEnvClient`` (extra ``openenv``).
+- ``cvdp_gym.integrations.verl``: veRL's ``compute_score`` (in process or through
+  ``cvdp-gym serve``), its Parquet rows, and an agent loop for the agentic environment
+  (extra ``verl``).
+- ``cvdp_gym.integrations.harbor``: problems written as Harbor task folders whose
+  ``tests/test.sh`` grades with the grader inside the task's container (``cvdp_gym.sandbox.container``:
+  its sandbox there); ``cvdp-gym export harbor``. Harbor itself is not imported.
 
 They use only the package's public API: the Gymnasium environments, their documented
 ``info`` keys, and ``Grader``.

@@ -5,8 +5,9 @@ command with exactly the given mounts (plus the backend's read-only system folde
 network, only the variables in ``env``, within ``limits``, and returns a ``SandboxResult``
 with its output bounded; it never leaves a process (or a container) behind and never
 raises for what the command does. ``SandboxUnavailable`` means the backend cannot run here
-at all. Backends, one a module: ``bwrap.BubblewrapSandbox`` (the default) and
-``docker.DockerSandbox``; neither subclasses anything, they satisfy the protocol.
+at all. Backends, one a module: ``bwrap.BubblewrapSandbox`` (the default),
+``docker.DockerSandbox`` and ``podman.PodmanSandbox`` (Docker's backend on a rootless Podman
+service, its one subclass); they satisfy the protocol, they do not subclass it.
 
 The harness runner, the grader and the environments are typed against ``Sandbox``, not a
 backend. What some backends add, and callers look up with ``getattr``:
@@ -18,7 +19,9 @@ backend. What some backends add, and callers look up with ``getattr``:
   starts for the same arguments, to print or run by hand (``cvdp-gym debug``); both
   backends have it;
 - ``cancel() -> int``: remove every command still running (Docker's containers are not
-  the caller's children, so Ctrl-C does not reach them).
+  the caller's children, so Ctrl-C does not reach them);
+- ``engine_process``: the name of the engine's process that binds the mounts (``dockerd``,
+  ``podman``); a tree mounted for a run must be visible in its mount namespace.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class SandboxResult:
 class Sandbox(Protocol):
     """Runs untrusted commands with hard limits; see the module docstring for the contract.
 
-    ``name``: the backend's name (``bubblewrap``, ``docker``), recorded with every result
+    ``name``: the backend's name (``bubblewrap``, ``docker``, ``podman``), recorded with every result
     and used to rebuild the same sandbox elsewhere (``make_sandbox(name)``);
     ``toolchain``: the simulation toolchain the commands see.
     """

@@ -341,8 +341,45 @@ def _prlimit(limits: Limits, *, per_process: bool) -> list[str]:
     """``prlimit`` and its limits; ``per_process``: also processes and memory (no cgroups)."""
     prlimit = [shutil.which("prlimit") or "prlimit", f"--fsize={limits.file_size_mb * 1024 * 1024}", "--core=0"]
     if per_process:
-        prlimit += [f"--nproc={limits.processes}", f"--as={limits.memory_mb * 1024 * 1024 * 4}"]
+        # RLIMIT_NPROC counts every thread of the user, not the run's: an ordinary user gets
+        # the run's allowance on top of what it runs already (its other runs included).
+        # Root is exempt from it (and has cgroups), so nothing is counted there.
+        nproc = limits.processes + (_user_threads() if os.getuid() != 0 else 0)
+        prlimit += [f"--nproc={nproc}", f"--as={limits.memory_mb * 1024 * 1024 * 4}"]
     return prlimit
+
+
+def _user_threads() -> int:
+    """Threads this user's processes have now (what RLIMIT_NPROC counts)."""
+    uid, count = os.getuid(), 0
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_uid == uid:
+                        count += os.stat(f"/proc/{entry.name}/task").st_nlink - 2
+    return count
+
+
+def limits_in_force(limits: Limits | None = None) -> tuple[str, str]:
+    """Which of ``limits`` hold for this user here, and which do not (for ``cvdp-gym doctor``).
+
+    With a cgroup it may create (root, or a delegated cgroup v2 subtree) a run's memory and
+    process count are totals over the whole run. Without one (an ordinary user on a node
+    without delegation) ``prlimit`` bounds each process: its address space (4x the memory
+    limit: compilers and WebAssembly runtimes reserve far more than they touch), and the
+    number of processes (threads) this user may own: the run's allowance more than it owns
+    when the run starts. File size and core files are always bounded.
+    """
+    limits = limits or Limits()
+    cgroups = _Cgroups(limits)
+    kind = None if not cgroups.dirs else "v1" if cgroups.dirs[0].parent.name == "memory" else "v2"
+    cgroups.remove()
+    always = f"file size {limits.file_size_mb} MB, no core files, wall time {limits.wall_s:.0f} s, output {limits.output_bytes} bytes kept"
+    if kind is not None:
+        return f"cgroup {kind}: memory {limits.memory_mb} MB and {limits.processes} processes per run; {always}", ""
+    per_process = f"prlimit: address space {limits.memory_mb * 4} MB per process, {limits.processes} processes more than this user runs; {always}"
+    return per_process, "no per-run memory or process total (no cgroup this user may create: cgroup v2 delegation would give them)"
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -74,6 +74,9 @@ class DockerSandbox:
     A new sandbox first removes the scratch folders a killed process left (``scratch.remove_orphan_scratch``)."""
 
     name = "docker"
+    #: The engine's process, which binds the mounts: ``copy_tree`` overlays a tree only when it
+    #: runs in our mount namespace (``harness/runner.py``).
+    engine_process = "dockerd"
 
     def __init__(
         self,
@@ -248,7 +251,7 @@ class DockerSandbox:
             timed_out=timed_out,
             out_of_memory=bool(state.get("OOMKilled")) and not timed_out,
             wall_s=wall,
-            command=_docker_run_line(config),
+            command=self._run_line(config),
         )
 
     def _config(
@@ -289,8 +292,16 @@ class DockerSandbox:
         """The ``docker run`` line of the container ``run`` creates for the same arguments;
         ``interactive``: with ``-it``, for a shell on the caller's terminal."""
         config = self._config(argv, mounts, scratch, cwd, env, sim_env, limits or Limits(), image, "unused")
-        line = _docker_run_line(config)
+        line = self._run_line(config)
         return [*line[:2], "-it", *line[2:]] if interactive else line
+
+    def _run_line(self, config: Mapping[str, Any]) -> list[str]:
+        """The ``docker run`` line of ``config``, for results and ``command_line``."""
+        return _docker_run_line(config)
+
+    def _create(self, config: Mapping[str, Any]) -> str:
+        """Create the container ``config`` describes (not started); its id."""
+        return str(self.client.containers.create(**config).id)
 
     def _run_container(
         self,
@@ -303,37 +314,38 @@ class DockerSandbox:
         """Create, attach, start, stream until exit; the container's final ``State``."""
         import docker
 
-        container = self.client.containers.create(**config)
+        api = self.client.api
+        container_id = self._create(config)
         # Attach before start so that no output is missed (the log driver keeps none).
-        stream = self.client.api.attach(
-            container.id, stdout=True, stderr=True, stream=True, logs=False
-        )
+        # Podman prepares the container when attached, so a command that cannot be executed
+        # fails here already; Docker fails at start.
+        try:
+            stream = api.attach(container_id, stdout=True, stderr=True, stream=True, logs=False)
+        except docker.errors.APIError as exc:
+            return _exec_failure(exc, output)
         timer: threading.Timer | None = None
         try:
             try:
-                container.start()
+                api.start(container_id)
             except docker.errors.APIError as exc:
-                # The runtime could not exec the command: report it as a shell would.
-                message = str(exc.explanation or exc)
-                code = _exec_failure_code(message)
-                if code is None:
-                    raise
-                output.feed(f"{message}\n".encode())
-                return {"ExitCode": code, "OOMKilled": False}
-            timer = threading.Timer(limits.wall_s, self._expire, args=(container.id, killed))
+                return _exec_failure(exc, output)
+            timer = threading.Timer(limits.wall_s, self._expire, args=(container_id, killed))
             timer.daemon = True
             timer.start()
-            with kill_on_cancel(lambda: self._expire(container.id, killed)):
+            with kill_on_cancel(lambda: self._expire(container_id, killed)):
                 for chunk in stream:
                     output.feed(chunk)
             # The stream can end before the process does (it closed its outputs); the timer
             # still bounds the wait.
             remaining = max(0.0, start + limits.wall_s - time.monotonic())
-            container.wait(timeout=remaining + 120)
-            return dict(self.client.api.inspect_container(container.id)["State"])
+            api.wait(container_id, timeout=remaining + 120)
+            return dict(api.inspect_container(container_id)["State"])
         finally:
             if timer is not None:
                 timer.cancel()
+                # A kill under way decides whether this was a timeout: wait for it (Podman
+                # answers a kill only once the container is gone, after our stream ended).
+                timer.join(timeout=60)
             _close_stream(stream)
 
     def _expire(self, container_id: str, killed: threading.Event) -> None:
@@ -392,6 +404,17 @@ def _close_stream(stream: Any) -> None:
         stream._response.close()
 
 
+def _exec_failure(exc: Exception, output: BoundedOutput) -> dict[str, Any]:
+    """The final state of a container whose command the runtime could not execute, reported
+    as a shell would (127, 126); any other engine error is raised again."""
+    message = str(getattr(exc, "explanation", None) or exc)
+    code = _exec_failure_code(message)
+    if code is None:
+        raise exc
+    output.feed(f"{message}\n".encode())
+    return {"ExitCode": code, "OOMKilled": False}
+
+
 def _exec_failure_code(message: str) -> int | None:
     """``docker run``'s exit status when the command cannot be executed (127, 126), else None."""
     lowered = message.lower()
@@ -403,10 +426,14 @@ def _exec_failure_code(message: str) -> int | None:
 
 
 def _docker_run_line(config: Mapping[str, Any]) -> list[str]:
-    """The equivalent ``docker run`` command line, for logs and for reproducing a run by hand."""
+    """The equivalent ``docker run`` command line, for logs and for reproducing a run by hand;
+    limits the engine does not enforce are absent from ``config``."""
     line = ["docker", "run", "--rm", "--network", "none", "--user", config["user"]]
-    line += ["--memory", str(config["mem_limit"]), "--memory-swap", str(config["memswap_limit"])]
-    line += ["--pids-limit", str(config["pids_limit"]), "--security-opt", "no-new-privileges"]
+    if "mem_limit" in config:
+        line += ["--memory", str(config["mem_limit"]), "--memory-swap", str(config["memswap_limit"])]
+    if "pids_limit" in config:
+        line += ["--pids-limit", str(config["pids_limit"])]
+    line += ["--security-opt", "no-new-privileges"]
     line += [f"--ulimit={u['Name']}={u['Soft']}:{u['Hard']}" for u in config["ulimits"]]
     for mount in config["mounts"]:
         suffix = ":ro" if mount.get("ReadOnly") else ""

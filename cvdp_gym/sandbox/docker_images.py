@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -35,7 +36,8 @@ PLACEHOLDERS = {"__OSS_SIM_IMAGE__": OFFICIAL_IMAGE, "__OSS_PNR_IMAGE__": OFFICI
 ENGINE_FIX = (
     "no Docker engine answers; start one with: "
     "apt-get install -y docker.io && dockerd --iptables=false --bridge=none &  "
-    "(or: service docker start; or: bash scripts/dockerd.sh)"
+    "(or: service docker start; or: bash scripts/dockerd.sh; without root: bash scripts/podman.sh "
+    "and --sandbox podman)"
 )
 _IMPORT_CHUNK = 1 << 20
 #: Root filesystem entries whose contents an image must not carry (the engine mounts its own).
@@ -94,6 +96,11 @@ def build_image(
         raise MissingPathError(f"root filesystem {root} does not exist")
     argv = ["tar", "-C", str(root), "--numeric-owner", "-cf", "-"]
     argv += [f"--exclude={pattern}" for pattern in _IMPORT_EXCLUDES]
+    if os.geteuid() != 0:
+        # A user importing a root they do not own (a site's shared root, into their rootless
+        # Podman) cannot read its few root-only files (apt and dpkg locks and caches); the
+        # image goes without them, as the user's bubblewrap sandbox does.
+        argv.append("--ignore-failed-read")
     tar = subprocess.Popen([*argv, "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def chunks() -> Iterator[bytes]:
@@ -108,8 +115,9 @@ def build_image(
     repository, name_tag = parse_repository_tag(tag)
     changes = ["WORKDIR /", *(f"LABEL {key}={json.dumps(value)}" for key, value in sorted((labels or {}).items()))]
     try:
+        # The whole reference as ``repo``: Podman's engine ignores the ``tag`` parameter.
         client.api.import_image_from_stream(
-            chunks(), repository=repository, tag=name_tag or "latest", changes=changes
+            chunks(), repository=f"{repository}:{name_tag or 'latest'}", changes=changes
         )
     finally:
         if tar.poll() is None:

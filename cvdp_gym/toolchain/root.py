@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from cvdp_gym.errors import ConfigError, RootBuildError
-from cvdp_gym.toolchain import icarus12, tools
+from cvdp_gym.toolchain import icarus12, tools, unprivileged
 from cvdp_gym.toolchain.envs import (
     GENERATIONS,
     MARKER,
@@ -206,16 +206,23 @@ def build_root(
     mirror: str = MIRROR,
     force: bool = False,
     log: Callable[[str], None] = print,
+    root: Path | None = None,
 ) -> Path:
-    """Build (or finish building) the root under ``base``; returns its path."""
-    final, partial = base / "root", base / "root.partial"
+    """Build (or finish building) the root at ``root`` (default ``base/root``); returns its path."""
+    final = root or base / "root"
+    partial = final.with_name(final.name + ".partial")
     if force:
         for path in (final, partial):
             shutil.rmtree(path, ignore_errors=True)
     if root_complete(final):
         return final
-    if shutil.which("bwrap") is None:
-        raise RootBuildError("bubblewrap (bwrap) is needed to build the root: apt-get install -y bubblewrap")
+    if final.exists() and not os.access(final, os.W_OK):
+        raise RootBuildError(
+            f"the root at {final} is incomplete or from another cvdp-gym version, and not yours to finish "
+            f"(a shared root?): ask its owner to install it again, or install your own: {unprivileged.FROM_ARCHIVE}"
+        )
+    if unprivileged.find_bwrap()[0] is None:
+        raise RootBuildError(f"bubblewrap (bwrap) is needed to build the root: {unprivileged.bwrap_fix()}")
     work = final if final.exists() else partial
     if work is partial and not (partial / _BASE_MARKER).exists():
         _debian_stage(partial, suite, mirror, log)
@@ -240,11 +247,15 @@ def build_root(
 
 
 def _debian_stage(target: Path, suite: str, mirror: str, log: Callable[[str], None]) -> None:
-    if shutil.which("mmdebstrap") is None:
-        raise RootBuildError("mmdebstrap is needed to build the root: apt-get install -y mmdebstrap")
+    problem = unprivileged.mmdebstrap_problem()
+    if problem is not None:
+        raise RootBuildError(problem)
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     log(f"building the Debian {suite} root (Icarus 13, Verilator, Yosys, g++, Python) with mmdebstrap")
+    # Its unshare mode (an ordinary user) writes a tar: a folder's files would belong to
+    # subordinate IDs that later stages, run by bwrap as this user, cannot change.
+    output = target if unprivileged.is_root() else target.with_name(target.name + ".tar")
     argv = [
         "mmdebstrap",
         "--variant=apt",
@@ -255,14 +266,21 @@ def _debian_stage(target: Path, suite: str, mirror: str, log: Callable[[str], No
         "--dpkgopt=path-exclude=/usr/share/man/*",
         "--dpkgopt=path-exclude=/usr/share/locale/*",
         suite,
-        str(target),
+        str(output),
         mirror,
     ]
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
+    if output != target and proc.returncode == 0:
+        unprivileged.extract_own(output, target)
     if proc.returncode != 0:
         shutil.rmtree(target, ignore_errors=True)
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        if "chroot mode" in tail or "unshare" in tail:  # its mode, not the archive
+            raise RootBuildError(
+                f"mmdebstrap cannot run here as this user (exit {proc.returncode}): it needs root, or its unshare "
+                f"mode (newuidmap, subordinate IDs, user namespaces); or install a packed root: {unprivileged.FROM_ARCHIVE}\n{tail}"
+            )
         raise RootBuildError(
             f"mmdebstrap could not build the {suite} root from {mirror} (exit {proc.returncode}); "
             f"is the Debian archive reachable (apt-get update)?\n{tail}"
@@ -413,7 +431,7 @@ def _run_in_root(
 ) -> str:
     """Run a trusted build step with ``root`` as ``/`` (writable); returns its output.
     ``binds``: ``(host path, path inside)`` pairs bound read-only over the root's."""
-    args = ["bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+    args = [unprivileged.find_bwrap()[0] or "bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
     args += ["--bind", str(root / "tmp"), "/tmp"] if (root / "tmp").is_dir() else ["--tmpfs", "/tmp"]
     for source, target in binds:
         args += ["--ro-bind", str(source), target]

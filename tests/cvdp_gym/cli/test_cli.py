@@ -104,9 +104,10 @@ COMMANDS = _leaf_commands(typer.main.get_command(app))
 def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
         "", "doctor", "check", "eval", "compare", "rescore", "export-bundled", "coverage", "parity", "debug", "report", "serve",
-        "toolchain", "toolchain install", "toolchain path", "toolchain docker-image",
+        "toolchain", "toolchain install", "toolchain pack", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
         "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path", "decontaminate",
+        "export", "export harbor", "export verl",
     }
 
 
@@ -129,10 +130,12 @@ def test_help_lists_every_option(words):
 # `toolchain install --toolchain` says what gets built (and defaults to root);
 # serve's --cache defaults to the user cache (every request shares it), eval's to none;
 # `benchmarks fetch --force` fetches a benchmark's files again;
-# rescore's --reward is the new reward of stored rows (eval's the one it grades with), its --out a JSONL file of those rows.
+# rescore's --reward is the new reward of stored rows (eval's the one it grades with), its --out a JSONL file of those rows;
+# export harbor's --reward is what each task's test script writes; export verl's --agentic writes rows (eval's plays episodes).
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
              ("decontaminate", "--out"), ("rescore", "--reward"), ("rescore", "--out"),
-             ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force")}
+             ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force"),
+             ("export harbor", "--reward"), ("export verl", "--agentic")}
 
 
 def test_an_option_several_commands_take_says_the_same_everywhere():

@@ -1,11 +1,14 @@
-"""The Docker sandbox against a real engine and a real image imported from the simulation root.
+"""The container sandbox against real engines and a real image imported from the simulation root.
 
-Skipped (with the reason) when the ``docker`` package, a Docker engine (``bash
-scripts/dockerd.sh``) or the simulation root is missing; in CI (``CI=true``) that fails.
+Each test runs on Docker and on rootless Podman (``csandbox``, ``conftest.py``). Skipped
+(with the reason) when the ``docker`` package, the engine (``bash scripts/dockerd.sh``;
+Podman: ``apt-get install podman uidmap``) or the simulation root is missing; in CI
+(``CI=true``) that fails.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -43,15 +46,15 @@ def _ours(client, marker: str | None = None) -> list[str]:
 
 
 @pytest.mark.parametrize(("generation", "cocotb"), [("cocotb2", "2.0.1"), ("cocotb1", "1.9.2")])
-def test_runs_the_pinned_environment(dsandbox, scratch, generation, cocotb):
+def test_runs_the_pinned_environment(csandbox, scratch, generation, cocotb):
     code = (
         "import cocotb, pytest, sys; print(cocotb.__version__, pytest.__version__, sys.executable)"
     )
-    result = dsandbox.run(
+    result = csandbox.run(
         ["python", "-c", code],
         scratch=scratch,
         env={"HOME": "/tmp"},
-        sim_env=dsandbox.toolchain.env(generation),
+        sim_env=csandbox.toolchain.env(generation),
     )
     assert result.returncode == 0, result.output
     assert result.output.split()[0] == cocotb
@@ -59,7 +62,7 @@ def test_runs_the_pinned_environment(dsandbox, scratch, generation, cocotb):
     assert not result.timed_out and not result.out_of_memory
 
 
-def test_real_cocotb_harness_passes(dsandbox, tmp_path):
+def test_real_cocotb_harness_passes(csandbox, tmp_path):
     """A bundled problem's harness, unchanged, with its reference solution (Icarus + cocotb 2)."""
     problem = BUNDLED / "cvdp_gym_edge_detector_0001"
     code = tmp_path / "code"
@@ -71,13 +74,13 @@ def test_real_cocotb_harness_passes(dsandbox, tmp_path):
         if sep:
             env[key.strip()] = value.strip()
     argv = ["pytest", "-s", "-o", "cache_dir=/code/rundir/.cache", "/src/test_runner.py", "-v"]
-    result = dsandbox.run(
+    result = csandbox.run(
         argv,
         mounts=[Mount(code, "/code", writable=True), Mount(problem / "harness" / "src", "/src")],
         scratch=tmp_path / "scratch",
         cwd="/code/rundir",
         env=env,
-        sim_env=dsandbox.toolchain.env("cocotb2"),
+        sim_env=csandbox.toolchain.env("cocotb2"),
         limits=Limits(wall_s=120),
     )
     assert result.returncode == 0, result.output[-3000:]
@@ -85,7 +88,7 @@ def test_real_cocotb_harness_passes(dsandbox, tmp_path):
     assert (code / "rundir" / "sim_build").is_dir()  # written through the writable mount
 
 
-def test_no_network(dsandbox, scratch):
+def test_no_network(csandbox, scratch):
     code = textwrap.dedent(
         """
         import os, socket
@@ -99,19 +102,19 @@ def test_no_network(dsandbox, scratch):
             print("refused:", exc)
         """
     )
-    result = dsandbox.run(["python3", "-c", code], scratch=scratch)
+    result = csandbox.run(["python3", "-c", code], scratch=scratch)
     assert result.returncode == 0, result.output
     assert "['lo']" in result.output
     assert "refused:" in result.output and "CONNECTED" not in result.output
 
 
-def test_read_only_mount_cannot_be_written(dsandbox, tmp_path, scratch):
+def test_read_only_mount_cannot_be_written(csandbox, tmp_path, scratch):
     ro, rw = tmp_path / "ro", tmp_path / "rw"
     ro.mkdir()
     rw.mkdir()
     (ro / "data.txt").write_text("keep\n")
     script = "cat /ro/data.txt; echo x > /ro/data.txt; echo x > /ro/new; echo ok > /rw/out"
-    result = dsandbox.run(
+    result = csandbox.run(
         ["sh", "-c", script],
         mounts=[Mount(ro, "/ro"), Mount(rw, "/rw", writable=True)],
         scratch=scratch,
@@ -123,14 +126,14 @@ def test_read_only_mount_cannot_be_written(dsandbox, tmp_path, scratch):
     assert (rw / "out").read_text() == "ok\n"
 
 
-def test_environment_is_exactly_the_callers(dsandbox, scratch, monkeypatch):
+def test_environment_is_exactly_the_callers(csandbox, scratch, monkeypatch):
     canary = f"canary-{uuid.uuid4().hex}"
     monkeypatch.setenv("CVDP_GYM_CANARY", canary)
-    result = dsandbox.run(
+    result = csandbox.run(
         ["/usr/bin/env"],
         scratch=scratch,
         env={"FOO": "bar"},
-        sim_env=dsandbox.toolchain.env("cocotb2"),
+        sim_env=csandbox.toolchain.env("cocotb2"),
     )
     assert result.returncode == 0, result.output
     assert canary not in result.output
@@ -141,10 +144,10 @@ def test_environment_is_exactly_the_callers(dsandbox, scratch, monkeypatch):
     assert set(variables) <= {"FOO", "PATH", "HOSTNAME", "HOME"}, variables
 
 
-def test_timeout_kills_the_container(dsandbox, scratch):
+def test_timeout_kills_the_container(csandbox, scratch):
     marker = f"timeout-{uuid.uuid4().hex}"
     start = time.monotonic()
-    result = dsandbox.run(
+    result = csandbox.run(
         ["sh", "-c", "echo started; sleep 60 & sleep 60"],
         scratch=scratch,
         env={"MARKER": marker},
@@ -153,11 +156,11 @@ def test_timeout_kills_the_container(dsandbox, scratch):
     assert result.timed_out and result.returncode == -9
     assert "started" in result.output
     assert result.wall_s >= 1.5 and time.monotonic() - start < 50  # killed, not left to sleep 60 s
-    assert _ours(dsandbox.client, marker) == []
+    assert _ours(csandbox.client, marker) == []
 
 
-def test_output_is_bounded(dsandbox, scratch):
-    result = dsandbox.run(
+def test_output_is_bounded(csandbox, scratch):
+    result = csandbox.run(
         ["python3", "-c", "import sys; sys.stdout.write('x' * 5_000_000); sys.stdout.flush()"],
         scratch=scratch,
         limits=Limits(output_bytes=2000),
@@ -167,8 +170,16 @@ def test_output_is_bounded(dsandbox, scratch):
     assert len(result.output) < 2200 and "bytes of output elided" in result.output
 
 
-def test_memory_limit_reports_out_of_memory(dsandbox, scratch):
-    result = dsandbox.run(
+def test_memory_limit_reports_out_of_memory(csandbox, scratch):
+    if not getattr(csandbox, "cgroup_limits", True):
+        # Rootless Podman on cgroups v1 has no memory cgroup: the limit is RLIMIT_DATA, so
+        # an allocation past it fails in the process, and nothing is OOM-killed.
+        result = csandbox.run(
+            ["python3", "-c", "x = bytearray(1 << 30); print('survived')"], scratch=scratch, limits=Limits(memory_mb=128)
+        )
+        assert "MemoryError" in result.output and result.returncode != 0 and not result.out_of_memory
+        return
+    result = csandbox.run(
         ["python3", "-c", "x = bytearray(400 << 20); print('survived')"],
         scratch=scratch,
         limits=Limits(memory_mb=128),
@@ -177,26 +188,26 @@ def test_memory_limit_reports_out_of_memory(dsandbox, scratch):
     assert "survived" not in result.output
 
 
-def test_failing_commands_leave_no_container(dsandbox, scratch):
+def test_failing_commands_leave_no_container(csandbox, scratch):
     marker = f"fail-{uuid.uuid4().hex}"
-    failed = dsandbox.run(["sh", "-c", "echo oops >&2; exit 7"], scratch=scratch, env={"M": marker})
+    failed = csandbox.run(["sh", "-c", "echo oops >&2; exit 7"], scratch=scratch, env={"M": marker})
     assert failed.returncode == 7 and "oops" in failed.output
-    missing = dsandbox.run(["no-such-program"], scratch=scratch, env={"M": marker})
+    missing = csandbox.run(["no-such-program"], scratch=scratch, env={"M": marker})
     assert missing.returncode == 127 and "executable file not found" in missing.output
     with pytest.raises(Exception, match=r"(?i)bind source path does not exist|no such file"):
-        dsandbox.run(
+        csandbox.run(
             ["true"], mounts=[Mount(scratch / "absent", "/x")], scratch=scratch, env={"M": marker}
         )
-    assert _ours(dsandbox.client, marker) == []
+    assert _ours(csandbox.client, marker) == []
 
 
-def test_parallel_runs(dsandbox, tmp_path):
+def test_parallel_runs(csandbox, tmp_path):
     marker = f"parallel-{uuid.uuid4().hex}"
 
     def one(i: int):
         scratch = tmp_path / f"s{i}"
         scratch.mkdir()
-        return dsandbox.run(
+        return csandbox.run(
             ["sh", "-c", 'date +%s.%N; sleep 2; echo "run $N"; date +%s.%N'],
             scratch=scratch,
             env={"N": str(i), "M": marker},
@@ -209,30 +220,35 @@ def test_parallel_runs(dsandbox, tmp_path):
     assert [line[1:3] for line in lines] == [["run", str(i)] for i in range(4)]
     starts, ends = [float(line[0]) for line in lines], [float(line[3]) for line in lines]
     assert max(starts) < min(ends)  # all four containers were running at once
-    assert _ours(dsandbox.client, marker) == []
+    assert _ours(csandbox.client, marker) == []
 
 
 _INTERRUPTED = """
 import sys
 from pathlib import Path
-from cvdp_gym.sandbox.docker import DockerSandbox
-from cvdp_gym.toolchain import detect
-sandbox = DockerSandbox(detect(), standin_tag=sys.argv[1])
+from cvdp_gym.sandbox import make_sandbox
+sandbox = make_sandbox(sys.argv[4])
+assert sandbox.standin_tag == sys.argv[1]
 sandbox.run(["sleep", "60"], scratch=Path(sys.argv[2]), env={"M": sys.argv[3]})
 """
 
 
-def test_ctrl_c_leaves_no_container(dsandbox, scratch):
+def test_ctrl_c_leaves_no_container(csandbox, scratch):
     marker = f"sigint-{uuid.uuid4().hex}"
+    env = dict(os.environ)
+    if csandbox.name == "podman":
+        env["CONTAINER_HOST"] = csandbox.engine.url
+        csandbox.prepare(scratch)
     proc = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED, dsandbox.standin_tag, str(scratch), marker],
+        [sys.executable, "-c", _INTERRUPTED, csandbox.standin_tag, str(scratch), marker, csandbox.name],
         cwd=REPO,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 30
-        while not _ours(dsandbox.client, marker):
+        while not _ours(csandbox.client, marker):
             assert proc.poll() is None, proc.communicate()[0].decode()
             assert time.monotonic() < deadline, "the container never appeared"
             time.sleep(0.1)
@@ -243,10 +259,10 @@ def test_ctrl_c_leaves_no_container(dsandbox, scratch):
         if proc.poll() is None:
             proc.kill()
     assert "KeyboardInterrupt" in out
-    assert _ours(dsandbox.client, marker) == []
+    assert _ours(csandbox.client, marker) == []
 
 
-def test_keyboard_interrupt_in_process_leaves_no_container(dsandbox, scratch):
+def test_keyboard_interrupt_in_process_leaves_no_container(csandbox, scratch):
     """The same, with the interrupt landing in this process's main thread mid-run."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach only the main thread")
@@ -257,7 +273,7 @@ def test_keyboard_interrupt_in_process_leaves_no_container(dsandbox, scratch):
     def interrupt_when_running():
         deadline = time.monotonic() + 30
         while not stop.is_set() and time.monotonic() < deadline:
-            if _ours(dsandbox.client, marker):
+            if _ours(csandbox.client, marker):
                 time.sleep(0.3)
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
                 return
@@ -267,22 +283,23 @@ def test_keyboard_interrupt_in_process_leaves_no_container(dsandbox, scratch):
     thread.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            dsandbox.run(
+            csandbox.run(
                 ["sleep", "60"], scratch=scratch, env={"M": marker}, limits=Limits(wall_s=40)
             )
     finally:
         stop.set()
         thread.join()
-    assert _ours(dsandbox.client, marker) == []
+    assert _ours(csandbox.client, marker) == []
 
 
-def test_resolve_image(docker_client, standin_tag):
+def test_resolve_image(csandbox):
     from cvdp_gym.sandbox.docker_images import OFFICIAL_IMAGE, resolve_image
 
-    official_here = bool(docker_client.images.list(name=OFFICIAL_IMAGE))
+    client, standin_tag = csandbox.client, csandbox.standin_tag
+    official_here = bool(client.images.list(name=OFFICIAL_IMAGE))
     for name in ("__OSS_SIM_IMAGE__", "__OSS_PNR_IMAGE__", "nvidia/cvdp-sim:v1.0.0"):
         expected = OFFICIAL_IMAGE if official_here else standin_tag
-        assert resolve_image(name, standin_tag, docker_client) == expected
+        assert resolve_image(name, standin_tag, client) == expected
     for name in (
         None,
         "",
@@ -290,26 +307,27 @@ def test_resolve_image(docker_client, standin_tag):
         "ghcr.io/hdl/sim/osvb",
         "gcr.io/hdl-containers/sim/osvb",
     ):
-        assert resolve_image(name, standin_tag, docker_client) == standin_tag
+        assert resolve_image(name, standin_tag, client) == standin_tag
     # An official image present locally is used as named (a throwaway tag stands in for it).
     temporary = f"nvidia/cvdp-sim:cvdp-gym-test-{uuid.uuid4().hex[:8]}"
-    docker_client.images.get(standin_tag).tag(temporary)
+    client.images.get(standin_tag).tag(*temporary.rsplit(":", 1))  # Podman ignores a tag in repo
     try:
-        assert resolve_image(temporary, standin_tag, docker_client) == temporary
+        assert resolve_image(temporary, standin_tag, client) == temporary
         assert (
-            resolve_image(f"docker.io/{temporary}", standin_tag, docker_client)
+            resolve_image(f"docker.io/{temporary}", standin_tag, client)
             == f"docker.io/{temporary}"
         )
     finally:
-        docker_client.images.remove(temporary)
+        client.images.remove(temporary)
 
 
-def test_build_image_is_idempotent(docker_client, toolchain, standin_tag):
+def test_build_image_is_idempotent(csandbox, toolchain):
     from cvdp_gym.sandbox.docker_images import build_image
 
-    before = docker_client.images.get(standin_tag).id
-    assert build_image(toolchain.root, standin_tag, client=docker_client) == standin_tag
-    assert docker_client.images.get(standin_tag).id == before  # not imported again
+    client, standin_tag = csandbox.client, csandbox.standin_tag
+    before = client.images.get(standin_tag).id
+    assert build_image(toolchain.root, standin_tag, client=client) == standin_tag
+    assert client.images.get(standin_tag).id == before  # not imported again
 
 
 def test_no_engine_is_one_clear_line(monkeypatch):
@@ -326,20 +344,78 @@ def test_no_engine_is_one_clear_line(monkeypatch):
     assert "\n" not in message and "dockerd --iptables=false --bridge=none" in message
 
 
-def test_official_image_keeps_its_own_path(dsandbox, scratch):
+def test_no_podman_service_is_one_clear_line(monkeypatch):
+    pytest.importorskip(
+        "docker", reason="the docker package is missing: pip install -e '.[docker]'"
+    )
+    from cvdp_gym.sandbox import make_sandbox
+
+    monkeypatch.setenv("CONTAINER_HOST", f"unix:///nonexistent-{uuid.uuid4().hex}/podman.sock")
+    with pytest.raises(SandboxUnavailable) as info:
+        make_sandbox("podman")
+    message = str(info.value)
+    assert "\n" not in message and "bash scripts/podman.sh" in message and "nonexistent-" in message
+
+
+def test_podman_runs_rootless(podman_sandbox, podman_engine, scratch):
+    """No daemon runs as root: the service and every container process are the throwaway
+    user's; the container's root is that user (its user namespace maps 0 to it alone)."""
+    assert podman_sandbox.rootless
+    assert podman_engine.processes(), "the user's service is not running"
+    service = [pid for pid in podman_engine.processes() if b"system\0service" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert service, "no podman system service among the user's processes"
+    result = podman_sandbox.run(["sh", "-c", "cat /proc/self/uid_map; sleep 0.5"], scratch=scratch)
+    assert result.returncode == 0, result.output
+    first = result.output.split("\n")[0].split()
+    assert first[:3] == ["0", str(podman_engine.uid), "1"], result.output
+    assert result.command[:2] == ["podman", "run"]
+    print(f"podman: {podman_engine.started}; stand-in import {podman_sandbox.import_s:.1f} s")
+
+
+def test_official_image_keeps_its_own_path(csandbox, scratch):
     """In an official image (a throwaway ``nvidia/cvdp-sim`` tag here) the image's PATH is kept."""
     temporary = f"nvidia/cvdp-sim:cvdp-gym-test-{uuid.uuid4().hex[:8]}"
-    dsandbox.client.images.get(dsandbox.standin_tag).tag(temporary)
+    csandbox.client.images.get(csandbox.standin_tag).tag(*temporary.rsplit(":", 1))
     try:
-        result = dsandbox.run(
+        result = csandbox.run(
             ["sh", "-c", 'echo "PATH=$PATH"'],
             scratch=scratch,
-            sim_env=dsandbox.toolchain.env("cocotb2"),
+            sim_env=csandbox.toolchain.env("cocotb2"),
             image=temporary,
         )
         assert "cvdp-gym/sim" not in " ".join(result.command)
         assert temporary in result.command
     finally:
-        dsandbox.client.images.remove(temporary)
+        csandbox.client.images.remove(temporary)
     assert result.returncode == 0, result.output
     assert "/opt/cvdp" not in result.output and "/usr/bin" in result.output
+
+
+@pytest.mark.parametrize("cgroups", [True, False])
+def test_podman_container_spec(tmp_path, cgroups):
+    """What a Podman container is created with (no engine needed): the Docker backend's run,
+    Podman's user and limits: cgroups where the service has them, rlimits where it does not."""
+    pytest.importorskip("docker", reason="the docker package is missing: pip install -e '.[docker]'")
+    from types import SimpleNamespace
+
+    from cvdp_gym.sandbox import SANDBOXES
+    from cvdp_gym.sandbox.podman import PodmanSandbox, libpod_spec
+
+    assert "podman" in SANDBOXES
+    engine = SimpleNamespace(rootless=True, cgroup_limits=cgroups)
+    config = PodmanSandbox.container_config(
+        engine, ["true"], image="cvdp-gym/sim:x", mounts=[Mount(tmp_path, "/ro")], scratch=tmp_path / "s",
+        cwd="/", env={"A": "b"}, limits=Limits(memory_mb=100, processes=50), name="n",
+    )
+    spec = libpod_spec(config)
+    assert spec["user"] == "0:0" and spec["netns"] == {"nsmode": "none"} and spec["no_new_privileges"]
+    assert spec["env"] == {"A": "b"} and set(spec["unsetenv"]) == {"TERM", "container"}
+    assert {"destination": "/ro", "source": str(tmp_path.resolve()), "type": "bind", "options": ["rbind", "ro"]} in spec["mounts"]
+    rlimits = {r["type"]: r["hard"] for r in spec["r_limits"]}
+    assert rlimits["fsize"] == 1024 << 20 and rlimits["core"] == 0
+    if cgroups:
+        assert spec["resource_limits"] == {"memory": {"limit": 100 << 20, "swap": 100 << 20}, "pids": {"limit": 50}}
+        assert "nproc" not in rlimits and "data" not in rlimits
+    else:
+        assert "resource_limits" not in spec
+        assert rlimits["nproc"] == 50 and rlimits["data"] == 100 << 20
