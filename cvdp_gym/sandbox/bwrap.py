@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -27,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxResult, SandboxUnavailable
-from cvdp_gym.sandbox.cancel import kill_on_cancel
 from cvdp_gym.sandbox.output import ELISION, BoundedOutput
+from cvdp_gym.sandbox.process import kill_group, read_to_deadline
 from cvdp_gym.sandbox.scratch import remove_orphan_scratch
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
@@ -248,7 +247,6 @@ class BubblewrapSandbox:
 
         start = time.monotonic()
         output = BoundedOutput(limits.output_bytes)
-        timed_out = False
         try:
             proc = subprocess.Popen(
                 wrapper,
@@ -262,31 +260,14 @@ class BubblewrapSandbox:
             cgroups.remove()
             raise SandboxUnavailable(f"cannot start bubblewrap: {exc}") from exc
         try:
-            assert proc.stdout is not None
-            fd = proc.stdout.fileno()
-            deadline = start + limits.wall_s
-            with kill_on_cancel(lambda: _kill_group(proc)) as token:
-                while True:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or (token is not None and token.cancelled):
-                        timed_out = True
-                        break
-                    ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
-                    if ready:
-                        chunk = os.read(fd, 1 << 16)
-                        if not chunk:
-                            timed_out = token is not None and token.cancelled
-                            break
-                        output.feed(chunk)
-            if timed_out:
-                _kill_group(proc)
+            timed_out = read_to_deadline(proc, output, start + limits.wall_s)
             try:
                 returncode = proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                kill_group(proc)
                 returncode = proc.wait()
         finally:
-            _kill_group(proc)
+            kill_group(proc)
             cgroups.kill_all()
             oom = cgroups.out_of_memory()
             cgroups.remove()
@@ -380,11 +361,6 @@ def limits_in_force(limits: Limits | None = None) -> tuple[str, str]:
         return f"cgroup {kind}: memory {limits.memory_mb} MB and {limits.processes} processes per run; {always}", ""
     per_process = f"prlimit: address space {limits.memory_mb * 4} MB per process, {limits.processes} processes more than this user runs; {always}"
     return per_process, "no per-run memory or process total (no cgroup this user may create: cgroup v2 delegation would give them)"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _bind_dirs(base: Path, names: Iterable[str]) -> list[str]:

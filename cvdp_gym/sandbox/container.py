@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
 import resource
-import select
 import shutil
 import signal
 import subprocess
@@ -30,8 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxResult, SandboxUnavailable
-from cvdp_gym.sandbox.cancel import kill_on_cancel
 from cvdp_gym.sandbox.output import BoundedOutput
+from cvdp_gym.sandbox.process import kill_group, read_to_deadline
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
 #: Suffix of what a mount's link moved aside for the run.
@@ -119,7 +117,6 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], limits: Limits) -> Sand
 
     start = time.monotonic()
     output = BoundedOutput(limits.output_bytes)
-    timed_out = False
     try:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -130,31 +127,16 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], limits: Limits) -> Sand
     except OSError as exc:
         raise SandboxUnavailable(f"cannot start {argv[0]!r} in this container: {exc}") from exc
     try:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
         deadline = start + limits.wall_s
-        with kill_on_cancel(lambda: _kill_group(proc)) as token:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or (token is not None and token.cancelled):
-                    timed_out = True
-                    break
-                ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
-                if ready:
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        break
-                    output.feed(chunk)
-        if timed_out:
-            _kill_group(proc)
+        timed_out = read_to_deadline(proc, output, deadline)
         try:
             returncode = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            kill_group(proc)
             returncode = proc.wait()
     finally:
-        _kill_group(proc)
+        kill_group(proc)
         if proc.stdout is not None:
             proc.stdout.close()
     text, truncated = output.text()
@@ -163,8 +145,3 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], limits: Limits) -> Sand
         truncated=truncated, timed_out=timed_out, out_of_memory=False, wall_s=time.monotonic() - start,
         command=list(argv),
     )
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
