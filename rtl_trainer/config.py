@@ -65,6 +65,7 @@ class TrainConfig:
     lr_warmup_steps: int = field(default=0, metadata={"help": "Steps of linear learning-rate warm-up (from lr/N: Adam's first steps on a fresh optimizer are sign-sized)."})
     lora_rank: int = field(default=32, metadata={"help": "LoRA rank."})
     full_finetune: bool = field(default=False, metadata={"help": "Train every weight instead of a LoRA adapter (tiny models built from a config)."})
+    cpu_threads: int | None = field(default=None, metadata={"help": "backend local: fix the float math on CPU, so a seeded run gives the same figures on any machine: this many torch threads whatever the cores (torch's default is one per core, and another count rounds sums differently), and on x86 the AVX2 kernels whatever the chip offers. None: the machine's defaults."})
     loss_fn: str = field(default="auto", metadata={"help": "auto (default: importance_sampling on-policy, ppo off-policy), importance_sampling or ppo."})
     ppo_clip: float = field(default=0.2, metadata={"help": "ppo: the ratio is clipped to [1 - ppo_clip, 1 + ppo_clip]."})
     max_steps_off_policy: int = field(default=0, metadata={"help": "Sample the next N steps' rollouts while this step trains (0: strictly on-policy); throughput at the cost of staleness, which the clipped ppo loss bounds."})
@@ -148,6 +149,8 @@ class TrainConfig:
             raise ConfigError("rl with reward_coef 0 has nothing to learn from (no reward, no teacher)")
         if self.max_steps_off_policy < 0:
             raise ConfigError("max_steps_off_policy must be >= 0")
+        if self.cpu_threads is not None and self.cpu_threads < 1:
+            raise ConfigError(f"cpu_threads must be >= 1 (or None for the machine's defaults), not {self.cpu_threads}")
         unknown_prices = sorted(set(self.prices or {}) - set(PRICE_KEYS))
         if unknown_prices:
             raise ConfigError(f"unknown price keys {unknown_prices}; use {list(PRICE_KEYS)}")

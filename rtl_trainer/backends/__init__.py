@@ -37,6 +37,7 @@ def make_service(config: TrainConfig) -> Any:
             load_tokenizer(config.student),
             workdir=Path(config.run_dir),
             full_finetune=config.full_finetune,
+            cpu_threads=config.cpu_threads,
         )
     if config.backend == "tinker":
         from rtl_trainer.backends.tinker_backend import TinkerService

@@ -79,6 +79,7 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
         "times_s": times,
         "plot": str(plot),
         "settings": asdict(s),
+        "math": _math(s),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     table = Table(title="offline distillation demo (real simulator grading)")
@@ -95,3 +96,11 @@ def run_demo(out: str | Path = "runs/demo", settings: DemoSettings | None = None
     )
     console.print(f"stage times (s): {json.dumps({k: round(v, 1) for k, v in times.items()})}; plot: {plot}")
     return summary
+
+
+def _math(s: DemoSettings) -> dict[str, Any]:
+    """What computed the figures: two machines with the same get the same figures."""
+    import torch
+
+    return {"device": s.device, "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "cpu_kernels": torch.backends.cpu.get_cpu_capability()}

@@ -48,13 +48,23 @@ class DemoSettings:
     #: reward: ``reward_coef`` 0), method ``distill-kl-only``.
     seeds_kl_only: bool = False
     eval_samples: int = 8
-    #: The references simulate in about a second; a sampled infinite loop should not stall a step.
-    grade_timeout_s: float = 10.0
+    #: A wall-clock limit, so a verdict that reaches it depends on the machine: the slowest
+    #: reference simulates in about a second on an idle 2-core machine but took 5 s on a busy
+    #: one, half the 10 s this was, and a correct answer timed out is a failed one. At 30 s
+    #: only a sampled infinite loop reaches it, on every machine; it costs 30 s of one grading
+    #: thread when one does.
+    grade_timeout_s: float = 30.0
     #: Sampling temperature of rollouts and evaluations: below 1 a tiny model derails less
     #: often (0.6 halves the student's build errors against 0.7, and its distillation gain
     #: more than doubled); the loss reweights the samples to the temperature-1 policy.
     temperature: float = 0.6
     seed: int = 0
+    #: The same figures on any machine: one torch thread whatever its cores and, on x86, the
+    #: AVX2 kernels whatever its chip (``fix_cpu_math``), on the CPU even where a GPU is
+    #: (it rounds otherwise). One thread costs little here: the models are tiny, and the
+    #: simulator wants the other core.
+    cpu_threads: int = 1
+    device: str = "cpu"
     # ``--with-curriculum``: RL with uniform vs adaptive problem sampling from the weak
     # student (fewer problems per step than there are, so the sampler has a choice), and
     # the weak student's pass@1 on CVDP-Refine-v0 after 1 and after ``refine_attempts`` answers.
@@ -82,6 +92,7 @@ def base_config(out: Path, s: DemoSettings) -> TrainConfig:
         group_size=s.group_size,
         grade_workers=2,
         grade_timeout_s=s.grade_timeout_s,
+        cpu_threads=s.cpu_threads,
         save_every=0,
         seed=s.seed,
         run_dir=str(out),

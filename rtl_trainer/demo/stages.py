@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from rtl_trainer.backends.local import LocalServiceClient
+from rtl_trainer.backends.local.runtime import fix_cpu_math
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.demo.fingerprint import (
     TRAINING_ONLY,
@@ -35,8 +36,10 @@ from rtl_trainer.rendering import get_renderer, offline_tokenizer
 def open_demo(out: str | Path, settings: DemoSettings | None, console: Console | None
               ) -> tuple[DemoSettings, Console, Path, TrainConfig]:
     """The settings (the defaults if none), a console, the run directory (created) and the
-    base config every part of the demo starts from."""
+    base config every part of the demo starts from; the process's CPU math fixed first, as
+    ``s.cpu_threads`` says (before the models are made, so that it holds for them too)."""
     s = settings or DemoSettings()
+    fix_cpu_math(s.cpu_threads)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     return s, console or Console(), out, base_config(out, s)
@@ -81,10 +84,11 @@ def _stage_inputs(config: TrainConfig, model_dir: Path, *states: str | None) -> 
     return {"config": config_inputs(config), "models": {str(m): identity(m) for m in models}}
 
 
-def _service(model_dir: Path, run_dir: Path) -> LocalServiceClient:
+def _service(model_dir: Path, run_dir: Path, config: TrainConfig, s: DemoSettings) -> LocalServiceClient:
     from rtl_trainer.backends import load_tokenizer
 
-    return LocalServiceClient(load_tokenizer(str(model_dir)), workdir=run_dir, full_finetune=True)
+    return LocalServiceClient(load_tokenizer(str(model_dir)), workdir=run_dir, full_finetune=True, device=s.device,
+                              cpu_threads=config.cpu_threads)
 
 
 def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConfig, s: DemoSettings, console: Console,
@@ -100,7 +104,7 @@ def sft_stage(name: str, model_dir: Path, steps: int, out: Path, base: TrainConf
     if done:
         return done
     console.rule(f"{name}: {steps} SFT steps" + (" from a checkpoint" if start else ""))
-    run_sft(config, _service(model_dir, run_dir), console=console)
+    run_sft(config, _service(model_dir, run_dir, config, s), console=console)
     return _last_state(run_dir, steps) or ""
 
 
@@ -125,7 +129,7 @@ def eval_stage(label: str, state: str, model_dir: Path, out: Path, base: TrainCo
     stored = read_json(cache)
     if stored is not None and stored_matches(stored, inputs):
         return {k: v for k, v in stored.items() if k not in _EVAL_KEYS}
-    service = _service(model_dir, out / "evals")
+    service = _service(model_dir, out / "evals", config, s)
     sampler = service.create_sampling_client(model_path=state)
     renderer = get_renderer(FAMILY, sampler.get_tokenizer())
     report = evaluate(config, sampler, renderer, samples=samples, temperature=s.temperature)
@@ -152,5 +156,5 @@ def train_stage(mode: str, student_state: str, teacher_state: str | None, model_
     if done:
         return done
     console.rule(f"{name or mode}: {steps} steps from the weak student")
-    Trainer(config, _service(model_dir, run_dir), console=console).run(resume=(run_dir / "checkpoints.jsonl").exists())
+    Trainer(config, _service(model_dir, run_dir, config, s), console=console).run(resume=(run_dir / "checkpoints.jsonl").exists())
     return _last_state(run_dir, steps) or ""

@@ -193,13 +193,14 @@ class AdaptiveSampler(UniformSampler):
 
     def choose(self, step: int) -> list[str]:
         rng = step_rng(self.seed, step)
-        skipped = set(self.skipped(step))
+        sitting_out = self.skipped(step)  # in ids' order: a set's order is the process's hash seed
+        skipped = set(sitting_out)
         available = [i for i in self.ids if i not in skipped]
         # Weighted draw without replacement (Efraimidis–Spirakis): the k largest u^(1/w).
         keyed = sorted(available, key=lambda i: -math.log(1.0 - rng.random()) / self.weight(i))
         chosen = keyed[: self.k]
         if len(chosen) < self.k:
-            order = sorted(skipped, key=lambda i: (self.skip_until[i], rng.random()))
+            order = sorted(sitting_out, key=lambda i: (self.skip_until[i], rng.random()))
             filler = order[: self.k - len(chosen)]
             self.revived += len(filler)
             chosen += filler

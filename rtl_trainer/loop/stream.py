@@ -1,11 +1,15 @@
 """Streaming minibatches (``num_minibatches``): a step's groups train as they are graded.
 
-The rollouts hand each group over as soon as its answers are settled (``GroupStream``);
+The rollouts hand each group over as soon as its answers are settled, and ``GroupStream``
+passes them on in the step's order (each as soon as it and the groups before it are in);
 every ``groups_per_step / num_minibatches`` of them become datums and a ``forward_backward``
-submitted at once, while the other groups still grade (``Minibatches``). The losses are
-sums over tokens and gradients accumulate until the step's single ``optim_step``, so the
-update is the whole batch's; group advantages are per group, so the split changes nothing
-but the order of the additions. What the calls report is combined as one call's would be
+submitted at once, while the other groups still grade (``Minibatches``). Taking them in
+order, not as they finish, keeps the minibatches (and so the rounding of the gradient sums)
+the same whatever order grading finishes in: a seeded run trains the same weights on a
+slow machine and a fast one; a slow first group holds the others back. The losses are sums
+over tokens and gradients accumulate until the step's single ``optim_step``, so the update
+is the whole batch's; group advantages are per group, so the split changes nothing but the
+order of the additions. What the calls report is combined as one call's would be
 (``combine_metrics``), and the datum statistics (teacher KL, ...) add up over the whole
 step (``objective.DatumStats``).
 """
@@ -30,9 +34,10 @@ _MEAN_WEIGHTS = ("action_tokens:sum", "weights:sum")
 
 
 class GroupStream:
-    """One step's groups in the order they finish grading: the rollouts ``put`` them (from
-    any thread), the collection ``close``\\ s the stream when it returns or fails, and the
-    trainer iterates until then."""
+    """One step's groups in their order (``Group.index``), each as soon as it and every group
+    before it finished grading: the rollouts ``put`` them (from any thread, in any order),
+    the collection ``close``\\ s the stream when it returns or fails, and the trainer
+    iterates until then (after a failure, what arrived follows in order)."""
 
     _END = object()
 
@@ -46,9 +51,16 @@ class GroupStream:
         self._queue.put(self._END)
 
     def __iter__(self) -> Iterator[Group]:
+        waiting: dict[int, list[Group]] = {}  # index -> groups arrived ahead of their turn
+        turn = 0
         while (item := self._queue.get()) is not self._END:
             assert isinstance(item, Group)
-            yield item
+            waiting.setdefault(item.index, []).append(item)
+            while turn in waiting:
+                yield from waiting.pop(turn)
+                turn += 1
+        for index in sorted(waiting):
+            yield from waiting[index]
 
 
 def combine_metrics(outputs: list[types.ForwardBackwardOutput]) -> dict[str, float]:

@@ -5,7 +5,8 @@ the current student weights and grade them through the environment (overlapped);
 teacher for log-probabilities of the sampled tokens (distillation); turn rewards into
 per-token advantages (reward − group mean, plus −λ·(log p_student − log p_teacher));
 submit ``forward_backward`` and ``optim_step`` back to back; refresh the sampler. With
-``num_minibatches`` N > 1 the groups reach training as they finish grading, and every
+``num_minibatches`` N > 1 the groups reach training as they finish grading (in the step's
+order, so the minibatches do not depend on which finishes first), and every
 ``groups_per_step / N`` of them are submitted to ``forward_backward`` at once while the
 others still grade (``loop.stream``); the step's one ``optim_step`` follows the last.
 

@@ -13,7 +13,7 @@ not re-graded: ``late_answers`` decides what it becomes.
 
 ``on_group`` hands each group over as soon as all of its answers are settled (sampled and
 graded, or failed), in the order groups finish, so a trainer can start on them while the
-others are still grading (streaming minibatches).
+others are still grading (streaming minibatches); ``Group.index`` says where each belongs.
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ class Rollout:
 class Group:
     problem_id: str
     rollouts: list[Rollout]
+    #: Its place among the groups of one collection (the order of its ``problem_ids``).
+    index: int = 0
 
     @property
     def rewards(self) -> list[float]:
@@ -286,8 +288,8 @@ def collect_single_turn(
         settler.settle(group, rollout, verdict, error)
 
     with ThreadPoolExecutor(max_workers=max(1, grade_workers)) as executor:
-        for pid, messages, prompt, future in requests:
-            group = Group(pid, [])
+        for index, (pid, messages, prompt, future) in enumerate(requests):
+            group = Group(pid, [], index)
             groups.append(group)
             settler.sampling(group)
             try:
@@ -392,7 +394,7 @@ def collect_multi_turn(
         finally:
             env.close()
 
-    groups = [Group(pid, []) for pid in problem_ids]
+    groups = [Group(pid, [], index) for index, pid in enumerate(problem_ids)]
     lock = threading.Lock()
     unfinished = {id(group): group_size for group in groups}
 

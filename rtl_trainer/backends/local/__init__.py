@@ -20,9 +20,11 @@ What the loop must know:
   ``tinker://`` URI). As in the SDK, ``load_state`` and ``create_training_client_from_state``
   restore the weights with a fresh optimizer; their ``_with_optimizer`` variants also
   restore AdamW's state and the step counter, so a resume is exact.
-- Sampling requests queued on one sampler while it is busy are decoded together as one
-  batch (prompts left-padded), each with its own seed: many small requests, as a step's
-  groups make, cost about one.
+- Each sampling request decodes alone, with its own seed, so a seeded request gets the
+  same bits whatever else is in flight; ``batch_sampling=True`` decodes the requests queued
+  on a sampler together instead (many small requests, as a step's groups make, cost about
+  one; their log-probs then depend on what shared the batch). ``cpu_threads`` fixes the
+  process's float math on CPU (``runtime.fix_cpu_math``): the same figures on any machine.
 - Sampled ``logprobs`` are under the distribution actually sampled from (temperature,
   ``top_k``, ``top_p`` applied): the behaviour policy, as importance sampling needs. At
   ``temperature == 0`` (greedy) they are the model's own (temperature 1) logprobs.

@@ -3,13 +3,17 @@ what the sampling and training clients share.
 
 ``resolve_runtime`` picks the device and dtype once per service (fp32 master weights with
 bf16 autocast for a full fine-tune on GPU: AdamW steps on bf16 weights lose most small
-updates). ``load_causal_lm`` reads a ``save_pretrained`` folder (with its compact vocab, if
-any) or a hub name. ``LocalClient`` is the common base of the two clients.
+updates). ``fix_cpu_math`` makes the process's CPU float math the same on any machine (its
+thread count and, on x86, its kernels). ``load_causal_lm`` reads a ``save_pretrained``
+folder (with its compact vocab, if any) or a hub name. ``LocalClient`` is the common base
+of the two clients.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import platform
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +57,9 @@ class Runtime:
     device: torch.device
     param_dtype: torch.dtype
     autocast_dtype: torch.dtype | None  # bf16 compute over fp32 master weights (GPU full FT)
+    #: Decode the requests queued on a sampler together (``sampling``): faster, but a
+    #: request's log-probs then depend on what shared its batch.
+    batch_sampling: bool = False
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.autocast_dtype is None:
@@ -76,6 +83,29 @@ def resolve_runtime(device: str, dtype: str | torch.dtype, full_finetune: bool) 
     if not isinstance(resolved, torch.dtype):
         raise ConfigError(f"unknown dtype {dtype!r}")
     return Runtime(dev, resolved, None)
+
+
+#: The kernels ``fix_cpu_math`` chooses on x86: AVX2, which every x86-64 CPU of the last
+#: decade has (MKL's conditional numerical reproducibility path, and ATen's own).
+_X86_KERNELS = {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+
+
+def fix_cpu_math(threads: int) -> bool:
+    """Make this process's CPU float math give the same bits on any machine: ``threads``
+    intra-op threads whatever its cores (torch's default is one per core, and another count
+    splits matrix products and sums, so rounds, differently), and on x86 the AVX2 kernels of
+    MKL and ATen whatever the CPU offers (AVX-512 ones round differently). One chip's
+    instruction set is the other's figures otherwise: a seeded run diverges after the first
+    differing bit, since every later sample depends on it.
+
+    The kernels are chosen at the process's first tensor operation, so this only takes effect
+    before it; a variable already set (``MKL_CBWR``, ``ATEN_CPU_CAPABILITY``) is kept. Returns
+    whether the process runs the AVX2 kernels (False off x86, where only threads are fixed)."""
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        for name, value in _X86_KERNELS.items():
+            os.environ.setdefault(name, value)
+    torch.set_num_threads(threads)
+    return torch.backends.cpu.get_cpu_capability() == "AVX2"
 
 
 def load_causal_lm(

@@ -1,9 +1,12 @@
 """``LocalSamplingClient``: sampling and prompt logprobs from a fixed set of weights.
 
-Requests queued on one sampler while it is busy are decoded together as one batch
-(prompts left-padded, ``n`` rows per request), each request drawing from its own seeded
-generator, so batching does not change a request's samples and many small requests (as a
-step's groups make) cost about one. Sampled ``logprobs`` are under the distribution
+Each request decodes alone (its ``n`` rows), in the order requests came, drawing from its
+own seeded generator: a seeded request gets the same samples, to the last bit of their
+log-probs, whatever else is in flight. With ``Runtime.batch_sampling`` the requests queued
+while the sampler is busy decode together as one batch instead (prompts left-padded), so
+many small requests (as a step's groups make) cost about one; a request then gets the same
+tokens, but log-probs that differ in the last bits with what shared its batch, which the
+timing of the calls decides. Sampled ``logprobs`` are under the distribution
 actually sampled from (temperature, ``top_k``, ``top_p`` applied): the behaviour policy, as
 importance sampling needs; at ``temperature == 0`` (greedy) they are the model's own
 (temperature 1) logprobs. Requests are validated at call time (``RequestError``).
@@ -147,6 +150,9 @@ class LocalSamplingClient(LocalClient):
         request = _SampleRequest(
             tokens, num_samples, p, stop_ids, stop_strs, include_prompt_logprobs, future
         )
+        if not self._runtime.batch_sampling:
+            self._worker.submit(self._decode, [request])
+            return LocalFuture(future)
         with self._pending_lock:
             self._pending.append(request)
         self._worker.submit(self._drain)
@@ -190,14 +196,18 @@ class LocalSamplingClient(LocalClient):
             key = (id(request),) if request.include_prompt_logprobs else request.batch_key()
             batches.setdefault(key, []).append(request)
         for batch in batches.values():
-            try:
-                responses = self._sample(batch)
-            except BaseException as exc:  # every waiting caller gets the error
-                for request in batch:
-                    request.future.set_exception(exc)
-                continue
-            for request, response in zip(batch, responses, strict=True):
-                request.future.set_result(response)
+            self._decode(batch)
+
+    def _decode(self, batch: list[_SampleRequest]) -> None:
+        """Decode ``batch`` as one and settle each request's future."""
+        try:
+            responses = self._sample(batch)
+        except BaseException as exc:  # every waiting caller gets the error
+            for request in batch:
+                request.future.set_exception(exc)
+            return
+        for request, response in zip(batch, responses, strict=True):
+            request.future.set_result(response)
 
     def _sample(self, requests: list[_SampleRequest]) -> list[types.SampleResponse]:
         """One batched decode: prompts left-padded, ``n`` rows per request, each request

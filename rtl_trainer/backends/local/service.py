@@ -9,6 +9,7 @@ full fine-tune when a client is created from a saved state.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from rtl_trainer.backends.local.runtime import (
     DEFAULT_TARGET_MODULES,
     MLP_MODULES,
     LoraSpec,
+    fix_cpu_math,
     load_causal_lm,
     quiet_peft,
     resolve_runtime,
@@ -38,6 +40,10 @@ class LocalServiceClient:
     models trained from scratch, where there is no pretrained base for LoRA to adapt.
     ``microbatch_tokens`` bounds the padded tokens of one forward pass (memory), without
     changing results: gradients of the summed loss accumulate across microbatches.
+    ``cpu_threads``: ``fix_cpu_math`` (the process's torch threads and, on x86, its kernels),
+    so a seeded run computes the same on any machine; None leaves the machine's defaults.
+    ``batch_sampling``: a sampler decodes the requests queued on it together (faster; a
+    request's log-probs then depend on what shared its batch) instead of one at a time.
     """
 
     def __init__(
@@ -52,10 +58,14 @@ class LocalServiceClient:
         target_modules: Sequence[str] = DEFAULT_TARGET_MODULES,
         full_finetune: bool = False,
         microbatch_tokens: int = 8192,
+        cpu_threads: int | None = None,
+        batch_sampling: bool = False,
     ) -> None:
+        if cpu_threads is not None:
+            fix_cpu_math(cpu_threads)
         self._tokenizer = tokenizer
         self._workdir = Path(workdir)
-        self._runtime = resolve_runtime(device, dtype, full_finetune)
+        self._runtime = replace(resolve_runtime(device, dtype, full_finetune), batch_sampling=batch_sampling)
         self._lora_alpha = float(lora_alpha)
         self._lora_dropout = float(lora_dropout)
         self._target_modules = tuple(target_modules)

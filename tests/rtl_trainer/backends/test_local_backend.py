@@ -164,9 +164,10 @@ def test_sample_counts_lengths_and_seeds(tokenizer, base_dir, tmp_path):
 
 
 def test_queued_requests_share_one_batch_without_changing_their_samples(tokenizer, base_dir, tmp_path):
-    """Requests queued while the sampler is busy are decoded together (left-padded prompts of
-    different lengths); each gets exactly what it would get alone."""
-    sampler = full_client(tokenizer, base_dir, tmp_path).save_weights_and_get_sampling_client()
+    """With ``batch_sampling``, requests queued while the sampler is busy are decoded
+    together (left-padded prompts of different lengths); each gets the tokens it would get
+    alone, and log-probs within rounding of its own."""
+    sampler = full_client(tokenizer, base_dir, tmp_path, batch_sampling=True).save_weights_and_get_sampling_client()
     prompts = [tokenizer.encode("module top("), tokenizer.encode("module alu ( input a , output y );")]
     assert len(prompts[0]) != len(prompts[1])
     settings = [types.SamplingParams(max_tokens=9, temperature=1.0, seed=s, stop=[]) for s in (5, 6)]
@@ -190,6 +191,23 @@ def test_queued_requests_share_one_batch_without_changing_their_samples(tokenize
         assert [s.tokens for s in both.sequences] == [s.tokens for s in one.sequences]
         for a, b in zip(one.sequences, both.sequences, strict=True):
             np.testing.assert_allclose(b.logprobs, a.logprobs, atol=1e-4)
+
+
+def test_a_requests_samples_are_its_own_to_the_bit_whatever_else_is_queued(tokenizer, base_dir, tmp_path):
+    """By default each request decodes alone, in the order they came: a seeded request's
+    tokens and log-probs are the same bits whether it was alone or queued behind others
+    (which a machine's timing decides), so a seeded run does not depend on that timing."""
+    sampler = full_client(tokenizer, base_dir, tmp_path).save_weights_and_get_sampling_client()
+    prompts = [tokenizer.encode("module top("), tokenizer.encode("module alu ( input a , output y );")]
+    params = [types.SamplingParams(max_tokens=9, temperature=0.7, seed=s, stop=[]) for s in (5, 6)]
+    alone = [sampler.sample(types.ModelInput.from_ints(p), 3, s).result() for p, s in zip(prompts, params, strict=True)]
+    gate = threading.Event()
+    sampler._worker.submit(gate.wait, 10)  # keep the worker busy while both requests queue
+    futures = [sampler.sample(types.ModelInput.from_ints(p), 3, s) for p, s in zip(prompts, params, strict=True)]
+    gate.set()
+    for one, queued in zip(alone, [f.result() for f in futures], strict=True):
+        assert [s.tokens for s in queued.sequences] == [s.tokens for s in one.sequences]
+        assert [list(s.logprobs) for s in queued.sequences] == [list(s.logprobs) for s in one.sequences]
 
 
 def reference_logprobs(

@@ -8,7 +8,10 @@ the wiring: per-step metrics, the state file, skipping, and resuming the state.
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import replace
 
@@ -111,6 +114,27 @@ def test_adaptive_fills_a_step_with_the_problems_whose_skip_ends_first():
     sampler.observe(2, [outcome("c", 0)])
     chosen = sampler.choose(3)  # all three skipped; a and b come back first
     assert sorted(chosen) == ["a", "b"] and sampler.revived == 2
+
+
+#: Five of eight problems sit out a step of six: three of them are drawn anyway.
+_REVIVING = """
+from rtl_trainer.loop.curriculum import AdaptiveSampler
+ids = [f"problem_{c}" for c in "abcdefgh"]
+sampler = AdaptiveSampler(ids, 6, 0)
+sampler.skip_until.update({i: 3 for i in ids[:5]})
+print(sampler.choose(1))
+"""
+
+
+def test_adaptive_revives_the_same_problems_in_every_process():
+    """Which sitting-out problems fill a step is the seed's choice, not the order of a set
+    of strings (which each process's hash seed decides)."""
+    draws = {
+        subprocess.run([sys.executable, "-c", _REVIVING], env={**os.environ, "PYTHONHASHSEED": str(h)},
+                       capture_output=True, text=True, check=True).stdout
+        for h in (1, 2, 3)
+    }
+    assert len(draws) == 1, draws
 
 
 def test_state_round_trip_and_resume_file(tmp_path):

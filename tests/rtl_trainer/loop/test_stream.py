@@ -20,9 +20,10 @@ from rtl_trainer.backends.local import LocalServiceClient
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.errors import ConfigError
 from rtl_trainer.loop.runlog import RunLog
-from rtl_trainer.loop.stream import combine_metrics
+from rtl_trainer.loop.stream import GroupStream, combine_metrics
 from rtl_trainer.loop.train import Trainer
 from rtl_trainer.losses import Turn, pack_turns
+from rtl_trainer.rollouts import Group
 
 IDS = ["cvdp_gym_gray_converter_0001", "cvdp_gym_priority_encoder_0001"]
 ANSWERS = [
@@ -118,9 +119,11 @@ def test_a_streamed_run_trains_before_its_last_group_is_graded(tiny, tmp_path, t
     Trainer(config(plain, tiny, steps=1), service(tiny, plain)).run()
 
     def make_env() -> gym.Env:
-        return SlowProblem(gym.make("CVDP-SingleShot-v0", ids=IDS, cache=False), IDS[1], 1.5)
+        return SlowProblem(gym.make("CVDP-SingleShot-v0", ids=IDS, cache=False), IDS[0], 1.5)
 
-    Trainer(config(streamed, tiny, steps=2, num_minibatches=2, grade_workers=4), service(tiny, streamed),
+    # Groups reach training in the step's order: seed 2 draws the slow problem second in both
+    # steps (drawn first, it would hold the other group back until it is graded).
+    Trainer(config(streamed, tiny, steps=2, num_minibatches=2, grade_workers=4, seed=2), service(tiny, streamed),
             make_env=make_env).run()
     (base,) = RunLog(plain).metrics()
     rows = RunLog(streamed).metrics()
@@ -147,6 +150,29 @@ def test_streaming_on_a_multi_turn_env_off_policy(tiny, tmp_path, toolchain):
     assert [r["off_policy/staleness"] for r in rows] == [0, 1]
     for row in rows:
         assert (row["rollouts"], row["stream/minibatches"]) == (4, 2) and row["datums"] >= 4
+
+
+def test_groups_reach_training_in_the_steps_order_each_as_soon_as_the_ones_before_it_are_in():
+    """Whatever order grading finishes in, the trainer gets a step's groups in its order, so
+    its minibatches (and the rounding of their sums) are the same on any machine; after a
+    failed collection, what did arrive follows in order."""
+    stream = GroupStream()
+    groups = [Group(f"p{i}", [], i) for i in range(4)]
+    for index in (2, 0):
+        stream.put(groups[index])
+    got = iter(stream)
+    assert next(got) is groups[0]  # at once: 1 is still grading, so 2 waits
+    stream.put(groups[1])
+    assert [next(got), next(got)] == [groups[1], groups[2]]
+    stream.put(groups[3])
+    stream.close()
+    assert list(got) == [groups[3]]
+
+    broken = GroupStream()
+    for index in (3, 1):
+        broken.put(groups[index])
+    broken.close()
+    assert list(broken) == [groups[1], groups[3]]
 
 
 def test_num_minibatches_is_checked():
