@@ -3,14 +3,11 @@ rootless Podman) give the same verdicts.
 
 Every bundled problem's reference and each known-wrong candidate runs through bubblewrap
 and Docker; verdict, failure class and cocotb test counts must agree, and each must be the
-verdict the bundled set expects. Rootless Podman runs the same image as Docker, so what it
-can get wrong is the engine's part (mounts, users, limits), not a problem's: it runs one job
-of each kind (``kinds``), and all of them with ``CVDP_GYM_PODMAN_PARITY=all``.
+verdict the bundled set expects; rootless Podman runs the same jobs on the same image.
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -20,23 +17,9 @@ from tests.support import verdict_summary
 pytestmark = [pytest.mark.sandbox, pytest.mark.docker, pytest.mark.slow]
 
 
-def kinds(jobs, results) -> list:
-    """The first job of each kind: expected verdict, failure class on bubblewrap, agentic or
-    not, simulator (``SIM``)."""
-    chosen = {}
-    for job in jobs:
-        sim = next((line for line in job.problem.harness.get("src/.env", "").splitlines() if line.startswith("SIM")), "")
-        kind = (job.expected, results[job.key].failure_class, job.problem.agentic, sim.replace(" ", ""))
-        chosen.setdefault(kind, job)
-    return list(chosen.values())
-
-
 def test_bundled_verdicts_are_identical_on_bubblewrap_and_docker(runner, container_runner, bundled_jobs, bundled_results):
     assert len(bundled_jobs) >= 40
     jobs = bundled_jobs
-    if container_runner.sandbox.name == "podman" and os.environ.get("CVDP_GYM_PODMAN_PARITY") != "all":
-        jobs = kinds(bundled_jobs, bundled_results)
-        assert len(jobs) >= 9
     with ThreadPoolExecutor(2) as pool:
         docker = list(pool.map(lambda job: verdict_summary(container_runner.run(job.problem, job.files)), jobs))
     rows = [
