@@ -18,17 +18,12 @@ Run by ``scripts/test.sh``; nothing else needs it (the test skips without it).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from nemo_gym_models import MARKER, PYTHON_VERSION, build_folder
-
-from cvdp_gym.user_dirs import cache_dir
+from nemo_gym_models import PYTHON_VERSION, build_folder, cached_target, folder_main
 
 HARBOR = "harbor==0.25.0"
 #: What Harbor's task config, task loader and verifier import (versions as harbor 0.25.0 asks).
@@ -43,9 +38,7 @@ KEEP = ("harbor/", "harbor-0.25.0.dist-info/")
 
 
 def default_target(version: str = PYTHON_VERSION) -> Path:
-    if os.environ.get("CVDP_GYM_HARBOR_MODELS"):
-        return Path(os.environ["CVDP_GYM_HARBOR_MODELS"])
-    return cache_dir() / f"harbor-cp{version.replace('.', '')}"
+    return cached_target("CVDP_GYM_HARBOR_MODELS", "harbor", version)
 
 
 def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -> Path:
@@ -53,14 +46,7 @@ def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", type=Path, default=None)
-    parser.add_argument("--python-version", default=PYTHON_VERSION)
-    parser.add_argument("--force", action="store_true", help="rebuild even if the folder is up to date")
-    args = parser.parse_args()
-    target = build(args.target or default_target(args.python_version), args.python_version, force=args.force)
-    built = json.loads((target / MARKER).read_text())
-    print(f"[harbor models] {target} ({built['bytes'] / 1e6:.0f} MB, built in {built['seconds']} s)")
+    folder_main(__doc__, build, default_target, "harbor models")
 
 
 if __name__ == "__main__":

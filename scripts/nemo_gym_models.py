@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from cvdp_gym.user_dirs import cache_dir
@@ -41,10 +42,15 @@ PYTHON_VERSION = "3.14"
 MARKER = ".cvdp-gym-built.json"
 
 
+def cached_target(variable: str, name: str, version: str = PYTHON_VERSION) -> Path:
+    """``$variable`` if set, else ``<user cache>/<name>-cp<version>`` (e.g. ``nemo-gym-cp314``)."""
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    return cache_dir() / f"{name}-cp{version.replace('.', '')}"
+
+
 def default_target(version: str = PYTHON_VERSION) -> Path:
-    if os.environ.get("CVDP_GYM_NEMO_GYM_MODELS"):
-        return Path(os.environ["CVDP_GYM_NEMO_GYM_MODELS"])
-    return cache_dir() / f"nemo-gym-cp{version.replace('.', '')}"
+    return cached_target("CVDP_GYM_NEMO_GYM_MODELS", "nemo-gym", version)
 
 
 def build(target: Path, version: str = PYTHON_VERSION, *, force: bool = False) -> Path:
@@ -99,15 +105,21 @@ def build_folder(
     return target
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def folder_main(doc: str, build: Callable[..., Path], default_target: Callable[[str], Path], label: str) -> None:
+    """A folder builder's command line (``--target``, ``--python-version``, ``--force``):
+    build, then print where, how big and how long it took."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--target", type=Path, default=None)
     parser.add_argument("--python-version", default=PYTHON_VERSION)
     parser.add_argument("--force", action="store_true", help="rebuild even if the folder is up to date")
     args = parser.parse_args()
     target = build(args.target or default_target(args.python_version), args.python_version, force=args.force)
     built = json.loads((target / MARKER).read_text())
-    print(f"[nemo-gym models] {target} ({built['bytes'] / 1e6:.0f} MB, built in {built['seconds']} s)")
+    print(f"[{label}] {target} ({built['bytes'] / 1e6:.0f} MB, built in {built['seconds']} s)")
+
+
+def main() -> None:
+    folder_main(__doc__, build, default_target, "nemo-gym models")
 
 
 if __name__ == "__main__":
