@@ -17,6 +17,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from cvdp_gym.errors import MissingPathError
@@ -44,14 +45,21 @@ _IMPORT_CHUNK = 1 << 20
 _IMPORT_EXCLUDES = ("./dev/*", "./proc/*", "./sys/*", "./run/*", "./tmp/*")
 
 
-def connect(client: docker.DockerClient | None = None) -> docker.DockerClient:
-    """A client for the local engine (``DOCKER_HOST`` etc. respected), or ``SandboxUnavailable``."""
+def docker_sdk() -> ModuleType:
+    """The Docker SDK (``docker``, an optional extra; Podman's backend speaks it too), or
+    ``SandboxUnavailable`` saying how to install it."""
     try:
         import docker
     except ImportError as exc:  # optional extra
         raise SandboxUnavailable(
             "the docker Python package is missing; install it with: pip install 'cvdp-gym[docker]'"
         ) from exc
+    return docker
+
+
+def connect(client: docker.DockerClient | None = None) -> docker.DockerClient:
+    """A client for the local engine (``DOCKER_HOST`` etc. respected), or ``SandboxUnavailable``."""
+    docker = docker_sdk()
     try:
         # Each running container holds one pooled connection for its output stream.
         client = client or docker.from_env(max_pool_size=64, timeout=120)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxUnavailable
 from cvdp_gym.sandbox.docker import DockerSandbox
+from cvdp_gym.sandbox.docker_images import docker_sdk
 from cvdp_gym.toolchain import Toolchain
 
 if TYPE_CHECKING:
@@ -71,12 +72,7 @@ def is_podman(client: docker.DockerClient) -> bool:
 
 def connect_podman(client: docker.DockerClient | None = None) -> docker.DockerClient:
     """A client for the user's Podman service that answered a ping, or ``SandboxUnavailable``."""
-    try:
-        import docker
-    except ImportError as exc:  # optional extra
-        raise SandboxUnavailable(
-            "the docker Python package is missing; install it with: pip install 'cvdp-gym[docker]'"
-        ) from exc
+    docker = docker_sdk()
     url = None
     try:
         if client is None:
