@@ -53,7 +53,14 @@ from cvdp_gym.grading.jobs import RunnerSpec, harness_job
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.grading.seeds import seed_list
 from cvdp_gym.harness.randomness import harness_randomness
-from cvdp_gym.harness.results import HARNESS_ERROR, PASSED, TEST_FAILURE, UNSUPPORTED, HarnessResult
+from cvdp_gym.harness.results import (
+    HARNESS_ERROR,
+    PASSED,
+    TEST_FAILURE,
+    UNDECIDED,
+    UNSUPPORTED,
+    HarnessResult,
+)
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.interrupt import Children, sigint_ignored
 from cvdp_gym.jsonl import JsonlError, iter_json, read_objects
@@ -223,10 +230,13 @@ def training_notes(problems: Iterable[Problem], outcomes: Iterable[CheckOutcome]
     refs = [o for o in mine if o.name == REFERENCE]
     broken = [o for o in mine if o.name.startswith(BROKEN + ":")]
     without = {o.problem_id for o in refs} - {o.problem_id for o in broken}
+    undecided = [sum(o.result.verdict == UNDECIDED for o in group) for group in (refs, broken)]
     lines = [
         f"training sets: references equivalent to themselves {sum(o.result.passed for o in refs)}/{len(refs)}; "
         f"broken copies caught {sum(o.result.verdict == TEST_FAILURE for o in broken)}/{len(broken)}"
         + (f" ({len(without)} problem(s) with no applicable broken copy)" if without else "")
+        + (f"; undecided (no stage covered the design): {undecided[0]} reference(s), {undecided[1]} broken copies"
+           if any(undecided) else "")
     ]
     unchecked = Counter(p.benchmark for p in chosen if p.extra.get("checked_reference") is False)
     for name, count in sorted(unchecked.items()):

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from cvdp_gym.grading.backed import check_verdict
 from cvdp_gym.grading.executor_factory import parse_executor
 from rtl_trainer.errors import ConfigError
 from rtl_trainer.teacher_rules import parse_rules
@@ -93,6 +94,7 @@ class TrainConfig:
     grade_sandbox: str = field(default="bubblewrap", metadata={"help": "Where answers are graded: bubblewrap (default) or docker (harnesses in containers of their image)."})
     grade_toolchain: str = field(default="root", metadata={"help": "root (the pinned Icarus 13 root, default) or host (the machine's own simulators)."})
     grade_executor: str = field(default="threads", metadata={"help": "Where simulations run: threads (grade_workers threads here), processes[:N] or ray[:ADDRESS] (one Ray task per answer on the cluster's CPUs; see the README)."})
+    grade_verdict: str = field(default="testbench", metadata={"help": "What earns the pass: testbench (the problem's own test bench) or testbench+reference (the test bench and equivalence with the problem's reference design, checked only after the test bench passed: a reward a weak test bench cannot give to a wrong design; answers it cannot decide are excluded). Needs problems with a reference (VerilogEval, RTLLM, CVDP with reference solutions, training sets)."})
     grade_deadline_s: float | None = field(default=None, metadata={"help": "Seconds an answer may take to be graded after it is sampled (so the step waits at most this long after its last sample); late ones are dropped (see late_answers). None: wait for every verdict."})
     late_answers: str = field(default="drop", metadata={"help": "Answers past grade_deadline_s: drop (a slow verdict says nothing about the answer) or timeout (scored as a harness timeout: format credit only)."})
     max_infra_frac: float = field(default=0.5, metadata={"help": "Stop the run (after saving) when more than this share of a step's answers could not be graded for reasons not theirs (sandbox would not start, lost worker), even after one re-grade (a broken harness is not counted: it is excluded, never re-graded); such answers are left out of their group either way. 1.0: never stop."})
@@ -164,6 +166,10 @@ class TrainConfig:
             parse_executor(self.grade_executor)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
+        try:
+            check_verdict(self.grade_verdict)
+        except ValueError as exc:
+            raise ConfigError(f"grade_verdict: {exc}") from exc
         if self.grade_deadline_s is not None and self.grade_deadline_s <= 0:
             raise ConfigError("grade_deadline_s must be > 0 (or None to wait for every verdict)")
         if self.late_answers not in ("drop", "timeout"):

@@ -211,7 +211,7 @@ def main() -> None:
         hidden = [r.passed for a, r, _ in mine if a.kind == HIDDEN]
         unbuilt = sum(r.passed for a, r, _ in mine if a.kind == BUILD)
         undecided = sum(
-            r.failure_class in ("unsupported", "harness_error")
+            r.failure_class in ("unsupported", "harness_error", "undecided")
             or (r.official.get("formal") or {}).get("verdict") == "undecided" for _, r, _ in mine
         )
         seconds = [s for _, _, s in mine]

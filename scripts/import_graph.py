@@ -36,7 +36,7 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("grading",),
     ("envs",),
     ("agents",),
-    ("eval", "integrations", "service", "check", "consistency", "coverage", "decontaminate", "parity", "report", "debug"),
+    ("eval", "integrations", "service", "check", "consistency", "coverage", "decontaminate", "parity", "report", "debug", "audit"),
     ("cli",),
 )
 #: rtl_trainer's layers, lowest first, all above cvdp_gym's.

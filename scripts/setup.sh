@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(bubblewrap mmdebstrap iverilog yosys util-linux perl make g++ python3-venv uidmap podman)
+APT_PACKAGES=(bubblewrap mmdebstrap iverilog yosys util-linux perl make g++ python3-venv uidmap podman runc)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

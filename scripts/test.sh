@@ -4,18 +4,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIDFILE=${DOCKERD_PIDFILE:-/var/run/cvdp-gym-dockerd.pid}
+# Which run of this script started the engine: one killed before it could stop it leaves its
+# pid there, and the engine is then this run's to stop.
+OWNERFILE=${PIDFILE%.pid}.owner
 engine_before=0
-if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then engine_before=1; fi
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  engine_before=1
+  if [ -f "$OWNERFILE" ] && ! kill -0 "$(cat "$OWNERFILE")" 2>/dev/null; then
+    echo "[test] the Docker engine a killed earlier run started is this run's to stop"
+    engine_before=0
+  fi
+fi
 stop_engine() {
   if [ "$engine_before" = 0 ] && [ -f "$PIDFILE" ]; then
     pid=$(cat "$PIDFILE")
     echo "[test] stopping the Docker engine setup started (pid $pid)"
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    rm -f "$OWNERFILE"
   fi
 }
 trap stop_engine EXIT
 bash scripts/setup.sh
+if [ "$engine_before" = 0 ] && [ -f "$PIDFILE" ]; then echo $$ > "$OWNERFILE"; fi
 # The HTML report's test opens it in headless Chromium (Debian's package; about 10 s, 113 MB).
 # Only the tests need it, so setup.sh (and the main job) does not install it.
 if ! command -v chromium >/dev/null 2>&1; then

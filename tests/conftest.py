@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cvdp_gym.sandbox import SandboxUnavailable
 from cvdp_gym.toolchain import detect
-from tests import support
+from tests import leftovers, support
 from tests.support import missing
+
+
+@pytest.fixture(scope="session", autouse=True)
+def machine_left_as_found():
+    """Sweep what a killed earlier suite left (``tests/leftovers.py``); at the end, fail the
+    session if anything of its own is left, or if the host's device nodes changed mode (no
+    sandboxed process may change the host)."""
+    swept = leftovers.sweep()
+    if swept:
+        print(f"[leftovers] removed what a killed earlier suite left: {', '.join(swept)}")
+    modes = leftovers.device_modes()
+    yield
+    problems = [f"left behind: {item}" for item in leftovers.ours()]
+    now = leftovers.device_modes()
+    problems += [f"{node} changed mode: {mode} -> {now.get(node)}" for node, mode in modes.items() if now.get(node) != mode]
+    if problems:
+        pytest.fail("the suite changed the machine: " + "; ".join(problems), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -109,3 +128,48 @@ def bundled_results(runner, bundled_jobs):
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda job: runner.run(job.problem, job.files), bundled_jobs))
     return {job.key: result for job, result in zip(bundled_jobs, results, strict=True)}
+
+
+@pytest.fixture(scope="session")
+def podman_engine(toolchain):
+    """A throwaway user's rootless Podman service (removed with the user at the end)."""
+    from tests.cvdp_gym.sandbox.rootless import RootlessPodman, podman_missing
+
+    reason = podman_missing()
+    if reason:
+        missing(reason)
+    engine = RootlessPodman(toolchain.root)
+    try:
+        engine.start()
+        yield engine
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="session")
+def podman_sandbox(podman_engine, toolchain):
+    """The podman sandbox on that service, its stand-in image imported from the simulation
+    root (the same tag as Docker's), as the root test process uses it (``HandedOver``)."""
+    try:
+        import docker
+    except ImportError:
+        missing("the docker package is missing: pip install -e '.[docker]'")
+    from cvdp_gym.sandbox.podman import PodmanSandbox
+    from tests.cvdp_gym.sandbox.rootless import HandedOver
+
+    client = docker.DockerClient(base_url=podman_engine.url, max_pool_size=64, timeout=120)
+    try:
+        sandbox = PodmanSandbox(toolchain, client=client)
+    except SandboxUnavailable as exc:
+        missing(str(exc))
+    start = time.monotonic()
+    sandbox.ensure_standin()
+    sandbox.import_s = time.monotonic() - start  # reported by the rootless test
+    return HandedOver(sandbox, podman_engine)
+
+
+@pytest.fixture(scope="session")
+def podman_runner(podman_sandbox):
+    from cvdp_gym.harness import HarnessRunner
+
+    return HarnessRunner(podman_sandbox)

@@ -371,7 +371,7 @@ class ServedApp:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 300  # a loaded machine starts it late; a dead thread fails at once
         while not self.server.started:
             assert self.thread.is_alive() and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.02)

@@ -124,7 +124,7 @@ PINNED_INFO = {
         "reset": ["messages", "problem"],
         "step": [
             "credit", "excluded", "extraction", "failure_class", "infra_failure", "late", "log_tail", "official", "passed",
-            "problem", "reason", "reward", "scores", "scoring", "stages", "tests",
+            "problem", "reason", "reference_check", "reward", "scores", "scoring", "stages", "tests",
         ],
         "last step": [],
     },
@@ -132,8 +132,8 @@ PINNED_INFO = {
         "reset": ["messages", "problem"],
         "step": [
             "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback",
-            "infra_failure", "late", "log_tail", "official", "passed", "problem", "reason", "reward", "stages", "tests",
-            "tool_messages",
+            "infra_failure", "late", "log_tail", "official", "passed", "problem", "reason", "reference_check", "reward",
+            "stages", "tests", "tool_messages",
         ],
         "last step": ["best_attempt", "end_reason"],
     },
@@ -145,7 +145,7 @@ PINNED_INFO = {
         ],
         "last step": [
             "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "infra_failure", "late",
-            "log_tail", "official", "passed", "patch", "reason", "reward", "stages", "tests",
+            "log_tail", "official", "passed", "patch", "reason", "reference_check", "reward", "stages", "tests",
         ],
     },
 }

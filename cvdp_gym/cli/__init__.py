@@ -6,6 +6,7 @@ each command lives in the module of its group, options shared by several command
 
 - ``doctor``, ``toolchain install|pack|path|docker-image``: :mod:`cvdp_gym.cli.toolchain`
 - ``check``: :mod:`cvdp_gym.cli.check` (its library logic: :mod:`cvdp_gym.check`)
+- ``audit``: :mod:`cvdp_gym.cli.audit` (its library logic: :mod:`cvdp_gym.audit`)
 - ``export-bundled``, ``export harbor``, ``export verl``: :mod:`cvdp_gym.cli.export` (the library logic: :mod:`cvdp_gym.integrations.harbor`, :mod:`cvdp_gym.integrations.verl`)
 - ``coverage``: :mod:`cvdp_gym.cli.coverage` (its library logic: :mod:`cvdp_gym.coverage`)
 - ``decontaminate``: :mod:`cvdp_gym.cli.decontaminate` (its library logic: :mod:`cvdp_gym.decontaminate`)
@@ -25,6 +26,7 @@ from __future__ import annotations
 import typer
 
 from cvdp_gym.cli.agents import agents_check, agents_install, agents_list, agents_main
+from cvdp_gym.cli.audit import audit_command
 from cvdp_gym.cli.benchmarks import benchmarks_fetch, benchmarks_list, benchmarks_path
 from cvdp_gym.cli.check import check_command
 from cvdp_gym.cli.compare import compare_command
@@ -67,6 +69,7 @@ toolchain_app.command("pack")(toolchain_pack)
 toolchain_app.command("path")(toolchain_path)
 toolchain_app.command("docker-image")(toolchain_docker_image)
 app.command("check")(check_command)
+app.command("audit")(audit_command)
 app.command("export-bundled")(export_bundled)
 export_app.command("harbor")(export_harbor)
 export_app.command("verl")(export_verl)

@@ -52,6 +52,10 @@ SeedOpt = Annotated[
     int | None,
     typer.Option(help="Seed of the harnesses' Python randomness and cocotb's RANDOM_SEED (reproduces a recorded run; default: a fresh seed per run, recorded)."),
 ]
+VerdictOpt = Annotated[
+    str,
+    typer.Option(help="testbench (the problem's own test bench decides) or testbench+reference (a pass also needs the answer to be equivalent to the problem's reference design; the official figures stay the test bench's)."),
+]
 SeedsOpt = Annotated[
     int,
     typer.Option(help="Run an answer to a harness that draws at random with this many seeds (--seed, --seed+1, ...); flaky when the verdicts differ."),

@@ -15,6 +15,7 @@ from cvdp_gym.cli._options import (
     SandboxOpt,
     TimeoutOpt,
     ToolchainOpt,
+    VerdictOpt,
     console,
     executor_option,
     fail,
@@ -41,8 +42,9 @@ def serve_command(
     per_client: Annotated[int, typer.Option(help="Grading jobs one client (its X-Client-Id header, else its address) may have in at once; 0: no limit beyond --queue.")] = 0,
     default_reward: Annotated[str, typer.Option(help="The reward of a request that names none (NeMo-Gym's rows never do): shaped, partial or binary.")] = "shaped",
     token: Annotated[str | None, typer.Option(help="Bearer token every request but /healthz and /docs must carry (default: $CVDP_GYM_SERVE_TOKEN).")] = None,
+    verdict: VerdictOpt = "testbench",
 ) -> None:
-    """Serve grading over HTTP: POST /v1/grade, GET /v1/problems, /healthz, /metrics, /docs."""
+    """Serve grading over HTTP: POST /v1/grade, GET /v1/problems, /healthz, /metrics, /docs (--verdict: the verdict of a request that names none)."""
     try:
         import uvicorn
 
@@ -50,7 +52,9 @@ def serve_command(
         from cvdp_gym.service.core import is_loopback
     except ImportError as exc:
         raise fail(f"serve needs FastAPI and uvicorn: pip install 'cvdp-gym[serve]' ({exc})") from None
+    from cvdp_gym.errors import ConfigError
     from cvdp_gym.grading import GradeCache, Grader
+    from cvdp_gym.grading.backed import BACKED, check_verdict, require_references
 
     token = token or os.environ.get(TOKEN_ENV) or None
     if not token and not is_loopback(host):
@@ -62,10 +66,18 @@ def serve_command(
     if workers < 1 or queue < 0:
         raise fail("--workers must be at least 1 and --queue at least 0")
     data = load_problems(dataset, None, None, None, False, benchmark_dir=benchmark_dir)
+    try:
+        if check_verdict(verdict) == BACKED:
+            missing = require_references(data.problems)
+            if missing:
+                console.print(f"[yellow]note:[/] {len(missing)} problem(s) have no reference: a test-bench pass there is scored no_reference", soft_wrap=True)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     grader = Grader(
         harness_runner(sandbox, toolchain, timeout),
         cache=GradeCache(cache),
         executor=executor_option(executor, workers),
+        verdict=verdict,
     )
     config = ServiceConfig(grader, data, workers=workers, queue=queue, max_body=max_body, deadline_s=deadline, token=token, reward=default_reward, per_client=per_client)
     console.print(f"serving {len(data)} problem(s) from {data.source} on http://{host}:{port} (API page: /docs)", soft_wrap=True)

@@ -44,8 +44,14 @@ def doctor(toolchain: ToolchainOpt = None) -> None:
         table.add_row("sandbox limits", "[green]ok[/]", held, "")
         if lacking:
             table.add_row("sandbox limits", "[yellow]partial[/]", lacking, "")
+        own_devices, *row = _device_row()
+        all_ok &= own_devices
+        table.add_row("sandbox /dev", *row)
     for name, state, fix in _repository_rows():
         table.add_row(name, "[green]ok[/]", state, fix)
+    for name, ok, detail, fix in _podman_rows():
+        status = "[green]ok[/]" if ok else "[yellow]absent[/]" if ok is None else "[yellow]refused[/]"
+        table.add_row(name, status, detail, fix)
     console.print(table)
     if not all_ok:
         from cvdp_gym.toolchain.unprivileged import FROM_ARCHIVE, is_root
@@ -59,6 +65,34 @@ def doctor(toolchain: ToolchainOpt = None) -> None:
                 soft_wrap=True,
             )
         raise typer.Exit(1)
+
+
+def _device_row() -> tuple[bool, str, str, str]:
+    """Whether bubblewrap runs get device nodes of their own here (``sandbox/devices.py``)."""
+    import tempfile
+
+    from cvdp_gym.sandbox.devices import own_devices
+
+    own = own_devices(Path(tempfile.gettempdir()))
+    if own is None:
+        from cvdp_gym.sandbox.devices import NODEV_FIX
+
+        return False, "[red]refused[/]", f"runs as root are refused here: {NODEV_FIX}", "TMPDIR=/var/tmp"
+    if own:
+        return True, "[green]ok[/]", "nodes of each run's own (made per run): nothing done to /dev reaches the host's", ""
+    return True, "[green]ok[/]", "the host's nodes, which this ordinary user cannot change", ""
+
+
+def _podman_rows() -> list[tuple[str, bool | None, str, str]]:
+    """The podman backend's rows (optional: they never fail ``doctor``), when the docker
+    package it speaks through is installed."""
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return []
+    from cvdp_gym.sandbox.podman import podman_rows
+
+    return podman_rows()
 
 
 def _repository_rows() -> list[tuple[str, str, str]]:

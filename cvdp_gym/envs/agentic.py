@@ -164,6 +164,7 @@ class AgenticEnv(CVDPEnvBase):
     | `stages` | **dict[str, dict]** | last step | As in `CVDP-SingleShot-v0`. |
     | `tests` | **dict[str, int]** | last step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
     | `official` | **dict** | last step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
+    | `reference_check` | **dict** | last step | `verdict='testbench+reference'`: the check against the problem's reference of an answer its test bench passed (`verdict`: `equivalent`, `different`, `undecided` or `no_reference`; `reason`, `formal`, `seconds`...); empty when none ran. |
     | `extraction` | **dict** | last step | `{"method": "workspace", "missing": [target paths not in the workspace], "patch": bool}`. |
     | `log_tail` | **str** | last step | The end of the compiler or simulator output (bounded), wall-clock numbers replaced by `<t>`. |
     | `excluded` | **bool** | last step | Not the answer's fault: leave it out. |
@@ -233,6 +234,7 @@ class AgenticEnv(CVDPEnvBase):
     ## Version History
 
     * v0: Initial version release.
+    * v0 (issue 35): the `verdict` argument (`'testbench+reference'`) and the `reference_check` info key; with the default verdict nothing else changes.
     """
 
     agentic = True

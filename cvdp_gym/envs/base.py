@@ -14,6 +14,7 @@ from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.errors import ArgumentTypeError, ConfigError, UnknownProblemError
 from cvdp_gym.grading import GradeCache, Grader, GradeResult, make_reward
+from cvdp_gym.grading.backed import BACKED, TESTBENCH, require_references
 from cvdp_gym.grading.executors import GradeExecutor
 from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
 from cvdp_gym.grading.rewards import RewardFn
@@ -39,6 +40,7 @@ def make_grader(
     parse_route: str = "chat",
     repos: str | Path | RepoStore | None = None,
     harness_seed: int | None = None,
+    verdict: str = TESTBENCH,
 ) -> Grader:
     """A grader from environment options (``cache=True``: the default cache file).
 
@@ -51,6 +53,7 @@ def make_grader(
     ``repos``: the folder (or a ``RepoStore``) where repository-context problems find their
     repositories; ``None``: ``$CVDP_HEAVY_REPOS_PATH``.
     ``harness_seed``: the seed every harness runs with (``None``: a fresh one per run).
+    ``verdict``: ``"testbench"`` or ``"testbench+reference"`` (:mod:`cvdp_gym.grading.backed`).
     """
     store = repos if isinstance(repos, RepoStore) else RepoStore(repos)
     runner = HarnessRunner(
@@ -64,7 +67,7 @@ def make_grader(
         judge = LLMJudge(judge, cache=cache)
     return Grader(
         runner, cache=cache, lint=lint, interface=interface, executor=executor, judge=judge, route=parse_route,
-        harness_seed=harness_seed,
+        harness_seed=harness_seed, verdict=verdict,
     )
 
 
@@ -117,12 +120,13 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `cache` | **bool, str, Path, GradeCache or None** | `True` | `True`: the default SQLite cache (`~/.cache/cvdp-gym/grades.sqlite`); a path or a `GradeCache`; `False` or `None`: grade without a cache. |
     | `lint` | **bool** | `True` | Run the syntax (lint) stage before simulating. |
     | `interface_check` | **bool** | `True` | Run the interface stage (the ports the harness expects) before simulating. |
-    | `grader` | **Grader or None** | `None` | A ready grader (shared by several environments); when given, `sandbox`, `toolchain`, `timeout_s`, `cache`, `lint`, `interface_check`, `executor`, `judge`, `parse_route`, `repos` and `harness_seed` are not used (its runner's are). |
+    | `grader` | **Grader or None** | `None` | A ready grader (shared by several environments); when given, `sandbox`, `toolchain`, `timeout_s`, `cache`, `lint`, `interface_check`, `executor`, `judge`, `parse_route`, `repos`, `harness_seed` and `verdict` are not used (its runner's and its own are). |
     | `executor` | **str, GradeExecutor or None** | `None` | Where simulations run: `'threads[:N]'`, `'processes[:N]'`, `'ray[:ADDRESS]'` or an executor object shared by several graders; `None`: the calling thread. |
     | `judge` | **JudgeSettings, LLMJudge or None** | `None` | The LLM judge of cid009/cid010 answers (an OpenAI-compatible endpoint, :mod:`cvdp_gym.grading.judge`); `None`: those answers are graded `not_judged` (reward 0, `excluded`). Only environments that take comprehension problems use it. |
     | `parse_route` | **str** | `'chat'` | How comprehension answers are parsed: `'chat'`, as the official tool's OpenAI-chat route (JSON repaired first), or `'import'`, its local-import route. |
     | `repos` | **str, Path, RepoStore or None** | `None` | The folder of the repositories (`NAME/` or `NAME.bundle`) that repository-context problems name (or a `RepoStore`); `None`: `$CVDP_HEAVY_REPOS_PATH`, the official tool's variable. |
     | `harness_seed` | **int or None** | `None` | The seed of the harnesses' Python randomness and cocotb's (`RANDOM_SEED`): a harness that draws its parameters or stimulus at random then draws the same values every time, so its verdicts are reproducible and cached per seed; `None`: a fresh seed per run, as the official runner, and such verdicts are not cached. The seed of the last grade is `env.unwrapped.last_grade.seed`. |
+    | `verdict` | **str** | `'testbench'` | `'testbench'`: the problem's own test bench decides. `'testbench+reference'`: an answer passes only when its test bench passes **and** the reference-equivalence grader finds it equivalent to the problem's reference design (run only after the test bench passed; :mod:`cvdp_gym.grading.backed`); otherwise `failure_class` is `not_equivalent`, or `undecided` / `no_reference` (never a pass, `excluded`). `official` stays the benchmark's own reading. A dataset none of whose problems has a reference is a `ConfigError`. |
     | `render_mode` | **str or None** | `None` | `'ansi'`: `render()` returns the latest observation text (see each environment). |
 
     ## Info
@@ -134,11 +138,12 @@ class CVDPEnvBase(gym.Env[str, str]):
     |-----|------|-------------|
     | `problem` | **dict** | The problem's metadata: `id`, `category`, `difficulty`, `agentic`, `targets`, `context_files`, `has_reference`, `unsupported`, `source`, `scoring`, `benchmark`, `task`, `grader`, `toolchain`, `defect`. |
     | `passed` | **bool** | Every harness test passed. |
-    | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `infra_error`, `toolchain_gap` (host toolchain only) or `unsupported`. |
+    | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `reach_in` (the answer names or opens something outside its design), `test_failure`, `timeout`, `resource_limit`, `undecided` (the reference grader's stages decided nothing), `harness_error`, `infra_error`, `toolchain_gap` (host toolchain only) or `unsupported`; with `verdict='testbench+reference'` also `not_equivalent` or `no_reference`. |
     | `reason` | **str** | One line saying why. |
     | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run. |
     | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}` (VerilogEval: the test bench's samples, matched and mismatched). |
     | `official` | **dict** | A benchmark's own verdict by its own rule over the whole log (empty for CVDP). |
+    | `reference_check` | **dict** | `verdict='testbench+reference'`: the check against the reference of an answer its test bench passed: `verdict` (`equivalent`, `different`, `undecided` or `no_reference`), `reason`, the reference grader's `failure_class`, `formal` and `simulation` verdicts, `label`, `seconds`; empty when none ran. |
     | `extraction` | **dict** | How the code was found (each environment says which keys). |
     | `log_tail` | **str** | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | Not the answer's fault (toolchain gap, unsupported, a broken harness; for comprehension answers, not judged or a judge error): leave it out of training and scores. |
@@ -153,6 +158,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     ## Version History
 
     * v0: Initial version release.
+    * v0 (issue 35): the `verdict` argument (`'testbench+reference'`) and the `reference_check` info key; with the default verdict nothing else changes.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -182,6 +188,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         parse_route: str = "chat",
         repos: str | Path | RepoStore | None = None,
         harness_seed: int | None = None,
+        verdict: str = TESTBENCH,
         render_mode: str | None = None,
     ) -> None:
         if isinstance(dataset, Dataset):
@@ -200,8 +207,10 @@ class CVDPEnvBase(gym.Env[str, str]):
         self.grader = grader or make_grader(
             sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache, lint=lint,
             interface=interface_check, executor=executor, judge=judge, parse_route=parse_route, repos=repos,
-            harness_seed=harness_seed,
+            harness_seed=harness_seed, verdict=verdict,
         )
+        if self.grader.verdict == BACKED:
+            require_references(self.problems)
         self.reward_fn = make_reward(reward, interface_credit=interface_credit)
         self.render_mode = render_mode
         self.observation_space = UnicodeText(MAX_OBSERVATION_CHARS)
@@ -237,6 +246,7 @@ class CVDPEnvBase(gym.Env[str, str]):
             "stages": {s.name: {"passed": s.passed, "detail": s.detail} for s in result.stages},
             "tests": {"total": result.tests.total, "passed": result.tests.passed, "failed": result.tests.failed},
             "official": result.official,
+            "reference_check": result.reference_check,
             "extraction": result.extraction,
             "log_tail": result.log_tail,
             "excluded": result.excluded,

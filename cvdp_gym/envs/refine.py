@@ -82,6 +82,7 @@ class RefineEnv(CVDPEnvBase):
     | `stages` | **dict[str, dict]** | step | This attempt's stages, as in `CVDP-SingleShot-v0`. |
     | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
     | `official` | **dict** | step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
+    | `reference_check` | **dict** | step | `verdict='testbench+reference'`: the check against the problem's reference of an answer its test bench passed (`verdict`: `equivalent`, `different`, `undecided` or `no_reference`; `reason`, `formal`, `seconds`...); empty when none ran. |
     | `extraction` | **dict** | step | How the code was found, as in `CVDP-SingleShot-v0`. |
     | `log_tail` | **str** | step | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | step | This verdict is not the answer's fault. |
@@ -141,6 +142,7 @@ class RefineEnv(CVDPEnvBase):
     ## Version History
 
     * v0: Initial version release.
+    * v0 (issue 35): the `verdict` argument (`'testbench+reference'`) and the `reference_check` info key; with the default verdict nothing else changes.
     """
 
     agentic = False

@@ -81,11 +81,12 @@ class SingleShotEnv(CVDPEnvBase):
     | `messages` | **list[dict[str, str]]** | reset | `[{"role": "system", ...}, {"role": "user", ...}]` to render with a chat template (the user message is the observation). |
     | `problem` | **dict** | reset, step | id, category, difficulty, agentic, targets, context file names, has_reference, unsupported, source, scoring, benchmark, task, grader, toolchain, defect (a known defect of the benchmark: a failure there is `excluded`). |
     | `passed` | **bool** | step | Every harness test passed (comprehension: the official pass bit). |
-    | `failure_class` | **str or None** | step | None, `format_error`, `build_error`, `interface_error`, `test_failure`, `timeout`, `resource_limit`, `harness_error`, `infra_error`, `toolchain_gap` (host toolchain; or no nltk for BLEU) or `unsupported`; comprehension: `format_error`, `low_score` (under the threshold), `not_judged`, `judge_error`, `scoring_error` (a reference under two words). |
+    | `failure_class` | **str or None** | step | None, `format_error`, `build_error`, `interface_error`, `reach_in` (the answer names or opens something outside its design), `test_failure`, `timeout`, `resource_limit`, `undecided` (the reference grader's stages decided nothing), `harness_error`, `infra_error`, `toolchain_gap` (host toolchain; or no nltk for BLEU) or `unsupported`; with `verdict='testbench+reference'` also `not_equivalent` or `no_reference`; comprehension: `format_error`, `low_score` (under the threshold), `not_judged`, `judge_error`, `scoring_error` (a reference under two words). |
     | `reason` | **str** | step | One line saying why. |
     | `stages` | **dict[str, dict]** | step | `{passed, detail}` for each of `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run (comprehension: `format` is the JSON answer, `tests` the scoring). |
     | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
     | `official` | **dict** | step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
+    | `reference_check` | **dict** | step | `verdict='testbench+reference'`: the check against the problem's reference of an answer its test bench passed (`verdict`: `equivalent`, `different`, `undecided` or `no_reference`; `reason`, `formal`, `seconds`...); empty when none ran. |
     | `extraction` | **dict** | step | How the code was found: `method` (`fenced`, `raw`, `json`, `named_blocks`, `module_match`, joined by `+`, or `none`), `blocks_found`, `missing` (targets not found), `had_think`, `harmony`, `notes`; comprehension: `method` (`response`, `no_response`, `fallback`, `code` or `error`), `route`, `parsed`, `notes`. |
     | `log_tail` | **str** | step | The end of the compiler or simulator output (bounded). |
     | `scoring` | **str** | step | `harness`, `bleu` (cid006/cid008) or `judge` (cid009/cid010). |
@@ -143,6 +144,7 @@ class SingleShotEnv(CVDPEnvBase):
     ## Version History
 
     * v0: Initial version release.
+    * v0 (issue 35): the `verdict` argument (`'testbench+reference'`) and the `reference_check` info key; with the default verdict nothing else changes.
     """
 
     agentic = False

@@ -13,8 +13,11 @@ RTLLM). A section's ``figures`` each have one cell per reading (``columns``); a 
 - **ours**: the trusted verdict (``row["passed"]``: only the test bench's own lines count), with
   the problems that have a known defect left out of the denominator.
 
-The verdicts differ only where an answer printed the pass words itself: those rows are listed
-as ``forged``. Each benchmark's arithmetic:
+The verdicts differ where an answer printed the pass words itself (those rows are listed as
+``forged``) or reached outside its own design into the test bench or the reference (the static
+check's ``reach_in``: instantiating the reference, forcing the test bench's signals, naming its
+instances; listed as ``reach_in`` where the benchmark's own rule passes them): both are where
+the benchmark's own figure is inflated. Each benchmark's arithmetic:
 
 - VerilogEval v2 (``scripts/sv-iv-analyze``, ``Results.print``): ``pass_rate`` = the mean over
   problems of ``int((npass / nsamples) * 100)`` (printed with 2 decimals); beside it the unbiased
@@ -38,6 +41,7 @@ from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import pass_at_k
 from cvdp_gym.eval.published import published
 from cvdp_gym.harness.flows.verilog_eval import LABELS
+from cvdp_gym.harness.results import REACH_IN
 
 __all__ = ["AUTO_RUN_QUIRKS", "TITLES", "benchmark_reports", "ve2_pass_rate"]
 
@@ -62,6 +66,7 @@ AUTO_RUN_QUIRKS = {
     },
 }
 NOT_GRADED = "-"
+REACH_IN_LABEL = "reached outside its own design (the static check's reach_in; never run as a pass)"
 OFFICIAL_COLUMN = {"key": "official", "label": "official rule, every problem"}
 OURS_COLUMN = {"key": "ours", "label": "ours (test bench's own lines), defects left out"}
 VE2_SETTINGS = (
@@ -138,9 +143,10 @@ def _ve2(section: dict[str, Any], everyone: list[list[Row]], clean: list[list[Ro
     rows = [r for rs in everyone for r in rs]
     official_classes = Counter(official(r).get("class") or NOT_GRADED for r in rows)
     our_classes = Counter(official(r).get("verdict_class") or NOT_GRADED for r in rows)
-    order = [*LABELS, NOT_GRADED]
+    order = [*LABELS, REACH_IN, NOT_GRADED]
+    labels = {**LABELS, REACH_IN: REACH_IN_LABEL}
     section["classes"] = [
-        {"class": c, "label": LABELS.get(c, "not graded: no log (request or grader error)"),
+        {"class": c, "label": labels.get(c, "not graded: no log (request or grader error)"),
          "official": official_classes.get(c, 0), "ours": our_classes.get(c, 0)}
         for c in order if official_classes.get(c) or our_classes.get(c)
     ]
@@ -271,7 +277,11 @@ def _section(benchmark: str, task: str, rows: list[Row], meta: dict[str, Any]) -
         ],
         "forged": [
             {"id": r["id"], "sample": r["sample"], "official": official(r)}
-            for rs in everyone for r in rs if official_pass(r) and not ours(r)
+            for rs in everyone for r in rs if official_pass(r) and not ours(r) and r.get("verdict") != REACH_IN
+        ],
+        "reach_in": [
+            {"id": r["id"], "sample": r["sample"], "reason": r.get("reason", ""), "official": official(r)}
+            for rs in everyone for r in rs if official_pass(r) and r.get("verdict") == REACH_IN
         ],
     }
     BUILDERS[benchmark](section, everyone, clean, meta)
@@ -283,6 +293,12 @@ def _section(benchmark: str, task: str, rows: list[Row], meta: dict[str, Any]) -
     if section["forged"]:
         section["notes"].append(
             f"{len(section['forged'])} sample(s) passed only by the official rule: the answer printed the pass words itself."
+        )
+    reached = sum(r.get("verdict") == REACH_IN for r in rows)
+    if reached:
+        section["notes"].append(
+            f"{reached} sample(s) reached outside their own design (reach_in: the reference, the test bench's signals or "
+            f"files); {len(section['reach_in'])} of them pass by the official rule."
         )
     section["published"] = published(benchmark, task, "pass@1")
     return section

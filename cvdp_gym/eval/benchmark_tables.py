@@ -50,7 +50,8 @@ def _source(source: dict[str, Any]) -> str:
 
 def section_tables(section: Section) -> list[Table]:
     """The figures, the class histogram (VerilogEval v2), the published pass@1 beside this run's,
-    the defect problems and the samples passed only by the official rule."""
+    the defect problems and the samples passed only by the official rule (printed pass words,
+    or a reach outside the answer's design)."""
     title = section["title"]
     tables: list[Table] = [(
         f"{title}: the benchmark's own figures",
@@ -70,6 +71,10 @@ def section_tables(section: Section) -> list[Table]:
     if section["forged"]:
         tables.append((f"{title}: passed only by the official rule (the answer printed the pass words itself)", ["problem", "sample"],
                        [[f["id"], str(f["sample"])] for f in section["forged"]]))
+    if section.get("reach_in"):
+        tables.append((f"{title}: passed only by the official rule (the answer reached outside its own design)",
+                       ["problem", "sample", "what it reached"],
+                       [[f["id"], str(f["sample"]), f["reason"]] for f in section["reach_in"]]))
     return tables
 
 

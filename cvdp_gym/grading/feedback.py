@@ -32,12 +32,14 @@ import re
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.interface import check_interface
-from cvdp_gym.grading.result import FORMAT_ERROR, INTERFACE_ERROR, GradeResult
+from cvdp_gym.grading.result import FORMAT_ERROR, INTERFACE_ERROR, NOT_EQUIVALENT, GradeResult
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
+    REACH_IN,
     RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
+    UNDECIDED,
     UNSUPPORTED,
     compile_errors,
 )
@@ -107,6 +109,12 @@ def _verdict(result: GradeResult, against_reference: bool = False) -> str:
         return "The design compiles, but the simulation did not finish within the time limit."
     if cls == RESOURCE_LIMIT:
         return "The design compiles, but the simulation ran out of memory."
+    if cls == REACH_IN:  # its own construct and line: nothing of the test bench's
+        return f"The design reaches outside itself, which no answer may do: {result.reason[:300]}"
+    if cls == NOT_EQUIVALENT:  # no detail: the tests passed, the rest would name the reference's behaviour
+        return "The design passes the tests, but it does not behave as specified in cases they do not check."
+    if cls == UNDECIDED:  # no detail: it would name the reference's registers
+        return "The design compiles and no difference was found, but the checks could not decide that it is correct."
     return "The design compiles, but it fails the tests."
 
 

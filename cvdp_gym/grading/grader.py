@@ -25,6 +25,7 @@ from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.errors import WorkerLost
+from cvdp_gym.grading.backed import TESTBENCH, check_verdict
 from cvdp_gym.grading.cache import GradeCache, content_key
 from cvdp_gym.grading.comprehension import Judge, check_route, grade_comprehension
 from cvdp_gym.grading.executor_factory import make_executor
@@ -36,6 +37,7 @@ from cvdp_gym.grading.result import (
     INTERFACE_ERROR,
     LOG_TAIL_CHARS,
     STAGES,
+    UNDECIDED,
     GradeResult,
     Stage,
     infra_result,
@@ -82,6 +84,11 @@ class Grader:
     it ``flaky`` when the runs disagree. The cache keys a randomised harness's verdict on its
     seed, and keeps none of an unseeded one: a fresh draw is one random outcome, not the truth.
     Deterministic harnesses run once and are cached as before, whatever the seed.
+
+    ``verdict``: ``testbench`` (the problem's own test bench decides) or
+    ``testbench+reference`` (a test-bench pass also needs the answer to be equivalent to the
+    problem's reference: :mod:`cvdp_gym.grading.backed`); each grading call may name its own.
+    The cache keys a backed verdict apart from a test-bench one.
     """
 
     def __init__(
@@ -96,8 +103,10 @@ class Grader:
         route: str = ROUTE_CHAT,
         harness_seed: int | None = None,
         seeds: int = 1,
+        verdict: str = TESTBENCH,
     ) -> None:
         self.runner = runner or HarnessRunner()
+        self.verdict = check_verdict(verdict)
         self.judge = judge
         self.route = check_route(route)
         self.harness_seed = harness_seed
@@ -112,19 +121,21 @@ class Grader:
         self._waiter_lock = threading.Lock()
 
     def grade_response(
-        self, problem: Problem, response: str, *, deadline: float | None = None, seed: int | None = None
+        self, problem: Problem, response: str, *, deadline: float | None = None, seed: int | None = None,
+        verdict: str | None = None,
     ) -> GradeResult:
         """Extract the target files from a single-shot answer, then grade them.
 
         ``deadline``: a ``time.time()`` by which the verdict must be in; a job still running
         then is cancelled (its sandbox killed) and the answer scored ``timeout`` (``late``).
-        ``seed``: the harness seed for this answer (default: the grader's ``harness_seed``).
+        ``seed``: the harness seed for this answer (default: the grader's ``harness_seed``);
+        ``verdict``: this answer's verdict option (default: the grader's).
         """
         if problem.scoring != SCORING_HARNESS:
             return self.grade_text(problem, response)
         start = time.monotonic()
         files, info, failed = self._extract(problem, response)
-        result = failed or no_code(info, self.grade_files(problem, files, deadline=deadline, seed=seed))
+        result = failed or no_code(info, self.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict))
         result.extraction = info
         result.wall_s = time.monotonic() - start
         return result
@@ -161,50 +172,56 @@ class Grader:
         workspace: Path | None = None,
         deadline: float | None = None,
         seed: int | None = None,
+        verdict: str | None = None,
     ) -> GradeResult:
         """Grade candidate files (workspace-relative path → text), format stage included.
 
         With a ``workspace`` (an agent's folder on this machine) grading runs here.
         ``seed``: the harness seed (default: the grader's ``harness_seed``); a randomised
-        harness is graded with ``seeds`` seeds from it (see the class doc).
+        harness is graded with ``seeds`` seeds from it (see the class doc). ``verdict``:
+        this answer's verdict option (default: the grader's).
         """
         start = time.monotonic()
         seed = self.harness_seed if seed is None else seed
+        verdict = self.verdict if verdict is None else check_verdict(verdict)
         if self.seeds > 1 and harness_randomness(problem.harness):
             runs: list[GradeResult] = []
             for one in seed_list(self.seeds, seed):
-                runs.append(self._grade_once(problem, files, workspace, deadline, one))
+                runs.append(self._grade_once(problem, files, workspace, deadline, one, verdict))
                 if runs[-1].seed is None:  # stopped before the harness: no seed can change it
                     break
             result = combine(runs)
         else:
-            result = self._grade_once(problem, files, workspace, deadline, seed)
+            result = self._grade_once(problem, files, workspace, deadline, seed, verdict)
         result.wall_s = time.monotonic() - start
         return result
 
     def _grade_once(
-        self, problem: Problem, files: Mapping[str, str], workspace: Path | None, deadline: float | None, seed: int | None
+        self, problem: Problem, files: Mapping[str, str], workspace: Path | None, deadline: float | None,
+        seed: int | None, verdict: str,
     ) -> GradeResult:
-        key = self._cache_key(problem, files, seed) if workspace is None else None
+        key = self._cache_key(problem, files, seed, verdict) if workspace is None else None
         hit = self._cached(key)
         if hit is not None:
             return hit
         if workspace is not None or (self.executor is None and deadline is None):
-            result = self.grade_here(problem, dict(files), workspace, seed=seed)
+            result = self.grade_here(problem, dict(files), workspace, seed=seed, verdict=verdict)
         else:
-            future = self.submit(problem, files, seed=seed)
+            future = self.submit(problem, files, seed=seed, verdict=verdict)
             result = self._wait(problem, files, future, deadline)
         self._store(key, result)
         return result
 
     def cached_verdict(
-        self, problem: Problem, *, response: str | None = None, files: Mapping[str, str] | None = None, seed: int | None = None
+        self, problem: Problem, *, response: str | None = None, files: Mapping[str, str] | None = None,
+        seed: int | None = None, verdict: str | None = None,
     ) -> GradeResult | None:
         """The verdict the cache already holds on an answer (``response`` or ``files``), or
         None; grades nothing (a service answers cache hits without queueing them)."""
         if self.cache is None or problem.scoring != SCORING_HARNESS:
             return None
         seed = self.harness_seed if seed is None else seed
+        verdict = self.verdict if verdict is None else check_verdict(verdict)
         if self.seeds > 1 and harness_randomness(problem.harness):
             return None
         info = None
@@ -212,14 +229,17 @@ class Grader:
             files, info, failed = self._extract(problem, response or "")
             if failed is not None:
                 return None
-        result = self._cached(self._cache_key(problem, files, seed))
+        result = self._cached(self._cache_key(problem, files, seed, verdict))
         if result is not None and info is not None:
             result = no_code(info, result)
             result.extraction = info
         return result
 
-    def _cache_key(self, problem: Problem, files: Mapping[str, str], seed: int | None = None) -> str | None:
-        """The verdict's cache key; None (not cached) for a randomised harness run unseeded."""
+    def _cache_key(
+        self, problem: Problem, files: Mapping[str, str], seed: int | None = None, verdict: str = TESTBENCH
+    ) -> str | None:
+        """The verdict's cache key; None (not cached) for a randomised harness run unseeded.
+        A backed verdict's key also names the verdict (a test-bench key is as it always was)."""
         if self.cache is None:
             return None
         if problem.repo is not None and self.runner.repos.missing(problem):
@@ -231,10 +251,11 @@ class Grader:
         repo = [[problem.repo.name, problem.repo.commit]] if problem.repo is not None else []
         # A benchmark flow's verdict also depends on which flow, simulator and options.
         flow = [problem.grader, problem.toolchain, problem.extra] if problem.flow is not None else []
+        backed = [verdict] if verdict != TESTBENCH else []
         return content_key(
             GRADER_VERSION, self._fingerprint, self.lint, self.interface,
             problem.harness, problem.context, problem.reference, dict(files),
-            seed if randomised else None, *repo, *flow,
+            seed if randomised else None, *repo, *flow, *backed,
         )
 
     def _cached(self, key: str | None) -> GradeResult | None:
@@ -248,14 +269,18 @@ class Grader:
 
     def _store(self, key: str | None, result: GradeResult) -> None:
         # Kept: verdicts on the answer, and excluded ones (a broken harness, unsupported: the
-        # same on every try). Not kept: limits (another run may finish) and infrastructure
-        # failures (late, infra_error: another try may grade it).
-        if key is not None and not result.infra_failure and result.failure_class not in (TIMEOUT, "resource_limit"):
+        # same on every try). Not kept: limits (another run may finish), an undecided
+        # equivalence (often a formal stage's time limit) and infrastructure failures (late,
+        # infra_error: another try may grade it).
+        if key is not None and not result.infra_failure and result.failure_class not in (TIMEOUT, "resource_limit", UNDECIDED):
             self.cache.put(key, result.to_dict())
 
-    def submit(self, problem: Problem, files: Mapping[str, str], *, seed: int | None = None) -> Future[dict[str, Any]]:
+    def submit(
+        self, problem: Problem, files: Mapping[str, str], *, seed: int | None = None, verdict: str | None = None
+    ) -> Future[dict[str, Any]]:
         """Send the stages after extraction to the executor (uncached); the future holds
         ``GradeResult.to_dict()``."""
+        verdict = self.verdict if verdict is None else verdict
         executor = self.executor
         if executor is None:
             with self._waiter_lock:
@@ -265,7 +290,7 @@ class Grader:
         check_nodes = getattr(executor, "check_nodes", None)
         if callable(check_nodes):
             check_nodes(self._spec)
-        return executor.submit(grade_job, self._spec, self.lint, self.interface, problem, dict(files), seed)
+        return executor.submit(grade_job, self._spec, self.lint, self.interface, problem, dict(files), seed, verdict)
 
     def _wait(
         self, problem: Problem, files: Mapping[str, str], future: Future[dict[str, Any]], deadline: float | None
@@ -293,12 +318,14 @@ class Grader:
                 executor.close()
 
     def grade_here(
-        self, problem: Problem, files: dict[str, str], workspace: Path | None = None, *, seed: int | None = None
+        self, problem: Problem, files: dict[str, str], workspace: Path | None = None, *, seed: int | None = None,
+        verdict: str | None = None,
     ) -> GradeResult:
         """The stages after extraction, in this thread, uncached (``run_stages`` with this
         grader's runner and switches)."""
         return run_stages(
-            self.runner, problem, files, lint=self.lint, interface=self.interface, workspace=workspace, seed=seed
+            self.runner, problem, files, lint=self.lint, interface=self.interface, workspace=workspace, seed=seed,
+            verdict=self.verdict if verdict is None else verdict,
         )
 
     async def grade_many(
@@ -328,7 +355,7 @@ class Grader:
                 result = await asyncio.to_thread(self.grade_files, problem, files, deadline=deadline)
             if result is None:
                 seed = self.harness_seed
-                key = self._cache_key(problem, files, seed)
+                key = self._cache_key(problem, files, seed, self.verdict)
                 result = self._cached(key)
                 if result is None:
                     future = await asyncio.to_thread(lambda: self.submit(problem, files, seed=seed))

@@ -18,6 +18,7 @@ from typing import Any
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import NodeToolchainError
+from cvdp_gym.grading.backed import TESTBENCH
 from cvdp_gym.grading.stages import run_stages
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions
@@ -85,11 +86,14 @@ def harness_job(spec: RunnerSpec, problem: Problem, files: Mapping[str, str], se
 
 
 def grade_job(
-    spec: RunnerSpec, lint: bool, interface: bool, problem: Problem, files: Mapping[str, str], seed: int | None = None
+    spec: RunnerSpec, lint: bool, interface: bool, problem: Problem, files: Mapping[str, str], seed: int | None = None,
+    verdict: str = TESTBENCH,
 ) -> dict[str, Any]:
-    """The grader's stages after extraction (syntax, interface, tests), uncached; returns
+    """The grader's stages after extraction (syntax, interface, tests; under
+    ``testbench+reference`` the check against the reference), uncached; returns
     ``GradeResult.to_dict()`` (plain data crosses process and node boundaries unchanged)."""
-    return run_stages(runner_for(spec), problem, dict(files), lint=lint, interface=interface, seed=seed).to_dict()
+    runner = runner_for(spec)
+    return run_stages(runner, problem, dict(files), lint=lint, interface=interface, seed=seed, verdict=verdict).to_dict()
 
 
 def probe_job(spec: RunnerSpec) -> dict[str, str]:

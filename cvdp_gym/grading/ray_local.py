@@ -6,7 +6,9 @@ node otherwise. So the head starts with Ray's loopback-only setting
 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), and each further node through
 ``python -m cvdp_gym.grading.ray_local node ...``: Ray's own ``ray start`` with the node
 address pinned to 127.0.0.1. Every process is ``ray start --block``, started in a session
-of its own and stopped by its process group: nothing else on the machine is touched.
+of its own and stopped by its process group: nothing else on the machine is touched. Its
+folder's ``owner`` file names the process that made it (``sandbox/owner.py``), so what a
+maker killed first leaves can be told from a live cluster and swept.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from pathlib import Path
 
 from cvdp_gym.errors import UnavailableError
+from cvdp_gym.sandbox.owner import owner_token
 
 LOOPBACK = "127.0.0.1"
 _LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -68,6 +71,7 @@ class LocalRayCluster:
         self.port = _free_port()
         self.address = f"{LOOPBACK}:{self.port}"
         self.temp_dir = Path(tempfile.mkdtemp(prefix="cvdp-ray-"))
+        (self.temp_dir / "owner").write_text(owner_token() + "\n")
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def _launch(self, argv: list[str], env: dict[str, str], log: str) -> None:

@@ -24,11 +24,15 @@ from cvdp_gym.harness.results import (
     INFRA_FAILURES,
     TIMEOUT,
     TOOLCHAIN_GAP,
+    UNDECIDED,
     UNSUPPORTED,
     TestCounts,
 )
 
-GRADER_VERSION = 4  # 2: results carry the failing tests (``failures``); 3: the harness seed; 4: benchmark flows' ``official``
+#: 2: results carry the failing tests (``failures``); 3: the harness seed; 4: benchmark flows'
+#: ``official``; 5: no pass without a verdict (issue 35: ``undecided``, runs cut short never
+#: pass), so no verdict cached before it is served.
+GRADER_VERSION = 5
 #: Failure classes of the grader's own stages (the harness adds its classes).
 FORMAT_ERROR = "format_error"
 INTERFACE_ERROR = "interface_error"
@@ -39,9 +43,17 @@ LOW_SCORE = "low_score"
 NOT_JUDGED = "not_judged"
 JUDGE_ERROR = "judge_error"
 SCORING_ERROR = "scoring_error"
+#: Failure classes of ``verdict="testbench+reference"`` (:mod:`cvdp_gym.grading.backed`): the
+#: test bench passed, but the answer differs from the reference; the problem has no reference
+#: to compare with (``excluded``). Where the reference-equivalence grader could not decide, the
+#: class is ``undecided`` (``harness.results``; ``excluded`` too): never a pass.
+NOT_EQUIVALENT = "not_equivalent"
+NO_REFERENCE = "no_reference"
 #: ``GradeResult.scoring`` of answers graded by a problem's harness.
 HARNESS_SCORING = "harness"
 STAGES = ("format", "syntax", "interface", "tests")
+#: Failure classes that are not the answer's fault (``GradeResult.excluded``).
+EXCLUDED = (TOOLCHAIN_GAP, UNSUPPORTED, HARNESS_ERROR, NOT_JUDGED, JUDGE_ERROR, NO_REFERENCE, UNDECIDED)
 LOG_TAIL_CHARS = 2000
 
 
@@ -94,6 +106,10 @@ class GradeResult:
     #: tail bounded to ``LOG_TAIL_CHARS``); empty when no harness ran (and in a verdict cached
     #: before services were kept). NeMo-Gym's CVDP report scores each service's exit.
     services: list[dict[str, Any]] = field(default_factory=list)
+    #: ``verdict="testbench+reference"``: the check against the reference of an answer its test
+    #: bench passed (``grading.backed``: ``verdict`` equivalent, different, undecided or
+    #: no_reference, and the reference grader's reason); empty when none ran.
+    reference_check: dict[str, Any] = field(default_factory=dict)
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -135,10 +151,11 @@ class GradeResult:
     @property
     def excluded(self) -> bool:
         """Not the answer's fault (toolchain gap, unsupported, a broken harness, no judge or a
-        judge that failed, a failure on a problem the benchmark itself gets wrong): leave out
+        judge that failed, a failure on a problem the benchmark itself gets wrong; under
+        ``testbench+reference``, no reference or an undecided equivalence): leave out
         of training. Unlike ``infra_failure``, a harness answer's excluded verdict is the same
         on every try: cached like any verdict, never re-graded."""
-        return self.failure_class in (TOOLCHAIN_GAP, UNSUPPORTED, HARNESS_ERROR, NOT_JUDGED, JUDGE_ERROR) or (
+        return self.failure_class in EXCLUDED or (
             self.defect is not None and not self.passed
         )
 

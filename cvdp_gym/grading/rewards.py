@@ -4,7 +4,7 @@
   passes (maximum 1.4): parts ``format``, ``syntax``, ``tests``. Compiling is worth
   something on its own: early in training most samples do not.
 - ``partial``: the shaping plus the fraction of cocotb tests passed (maximum 1.4): the same
-  parts, ``tests`` the fraction.
+  parts, ``tests`` the fraction (0 for a test-bench pass that ``testbench+reference`` refused).
 - ``binary``: 1.0 if every test passes, else 0.0: one part, ``tests``.
 - any callable ``GradeResult -> float``: one part, ``reward``.
 
@@ -55,7 +55,9 @@ def shaped_parts(result: GradeResult) -> dict[str, float]:
 def partial_parts(result: GradeResult) -> dict[str, float]:
     if result.scoring != HARNESS_SCORING:
         return {"credit": comprehension_credit(result)}
-    tests = result.test_fraction if result.syntax_ok else 0.0
+    # A test-bench pass the reference refused (``testbench+reference``) earns no test credit.
+    refused = bool(result.reference_check) and not result.passed
+    tests = result.test_fraction if result.syntax_ok and not refused else 0.0
     return {"format": FORMAT_REWARD * result.format_ok, "syntax": SYNTAX_REWARD * result.syntax_ok, "tests": PASS_REWARD * tests}
 
 

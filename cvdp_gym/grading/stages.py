@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
+from cvdp_gym.grading.backed import BACKED, TESTBENCH, back
 from cvdp_gym.grading.interface import check_interface
 from cvdp_gym.grading.result import (
     INTERFACE_ERROR,
@@ -28,6 +29,7 @@ from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
     INFRA_ERROR,
+    REACH_IN,
     TIMEOUT,
     TOOLCHAIN_GAP,
     UNSUPPORTED,
@@ -46,17 +48,22 @@ def run_stages(
     interface: bool,
     workspace: Path | None = None,
     seed: int | None = None,
+    verdict: str = TESTBENCH,
 ) -> GradeResult:
     """Grade extracted ``files`` (the format stage has passed), uncached.
 
     ``lint`` and ``interface`` turn the cheap pre-simulation stages on or off;
     ``workspace``: an agent's folder to grade from instead of the problem's context files;
-    ``seed``: the harness's seed (a fresh one when None; the result records it).
+    ``seed``: the harness's seed (a fresh one when None; the result records it);
+    ``verdict``: ``testbench``, or ``testbench+reference`` (a test-bench pass is then checked
+    against the problem's reference: :func:`cvdp_gym.grading.backed.back`).
     A sandbox that refuses to start (``SandboxUnavailable`` from a lint or harness run) is
     no verdict on the answer: it is graded ``infra_error`` (``GradeResult.infra_failure``).
     """
     try:
         result = _stages(runner, problem, files, lint=lint, interface=interface, workspace=workspace, seed=seed)
+        if verdict == BACKED:
+            result = back(runner, problem, files, result)
     except SandboxUnavailable as exc:
         result = infra_result(problem, files, f"the sandbox did not start: {exc}")
     result.randomised = list(harness_randomness(problem.harness))
@@ -111,13 +118,14 @@ def _stages(
 
 
 def _from_flow(problem: Problem, files: dict[str, str], run: HarnessResult) -> GradeResult:
-    """The stages of a benchmark flow's single run: a build failure fails ``syntax``, an
-    interface failure ``interface``, anything else after them ``tests``."""
+    """The stages of a benchmark flow's single run: a build failure fails ``syntax`` (and so
+    does a ``reach_in``: no reward above a build error's), an interface failure
+    ``interface``, anything else after them ``tests``."""
     failure = run.failure_class
     if failure in (UNSUPPORTED, HARNESS_ERROR, INFRA_ERROR):
         stages = [Stage("format", True, f"{len(files)} file(s)")] + [Stage(n, None) for n in STAGES[1:]]
     else:
-        built = failure not in (BUILD_ERROR, TOOLCHAIN_GAP)
+        built = failure not in (BUILD_ERROR, TOOLCHAIN_GAP, REACH_IN)
         bound = built and failure != INTERFACE_ERROR
         stages = [
             Stage("format", True, f"{len(files)} file(s)"),
@@ -132,7 +140,15 @@ def _from_flow(problem: Problem, files: dict[str, str], run: HarnessResult) -> G
 
 
 def _with_harness(problem: Problem, stages: list[Stage], files: dict[str, str], harness: HarnessResult) -> GradeResult:
-    """The verdict once the harness ran; a skipped syntax stage takes the harness's word."""
+    """The verdict once the harness ran; a skipped syntax stage takes the harness's word, and
+    a ``reach_in`` fails it whatever the compile-only check said (graded as a build error)."""
+    if harness.failure_class == REACH_IN:
+        stages[1:] = [Stage("syntax", False, harness.reason), Stage("interface", None)]
+        stages.append(Stage("tests", None))
+        return GradeResult(
+            problem.id, stages, REACH_IN, harness.reason, tests=harness.tests, files=files,
+            log_tail=harness.log_tail[-LOG_TAIL_CHARS:], seed=harness.seed, services=service_runs(harness),
+        )
     if stages[1].passed is None and harness.failure_class in (BUILD_ERROR, TOOLCHAIN_GAP):
         stages[1] = Stage("syntax", False, harness.reason)
     elif stages[1].passed is None:

@@ -20,6 +20,16 @@ Failure classes (``failure_class``):
   or the worker grading it was lost. A second try may give a verdict.
 - ``unsupported``: the local toolchain cannot run this harness; ``reason`` names what is
   missing (a commercial image, a Python package, an unmapped image).
+- ``undecided``: the checks ran and found no difference, but none of them decided: the
+  reference grader's simulation did not cover the design (state never reached) and its
+  formal stage neither proved equivalence nor reached its minimum bound (a timeout, a
+  shallow bound). Never a pass (``flows.reference``; ``docs/grading.md``).
+- ``reach_in``: the answer names or opens something outside its own design (the test
+  bench's or the reference's instances, tasks or modules, ``$root``, ``force`` or
+  ``defparam`` on them, ``bind``, files it was not given, DPI): found by a static check
+  before it runs (``harness.reach_in``). The reason names the construct and its line. It
+  is graded like a build error (its ``syntax`` stage fails), never a pass, whatever the
+  benchmark's own reading (``official``) says.
 """
 
 from __future__ import annotations
@@ -40,9 +50,12 @@ RESOURCE_LIMIT = "resource_limit"
 HARNESS_ERROR = "harness_error"
 INFRA_ERROR = "infra_error"
 UNSUPPORTED = "unsupported"
+UNDECIDED = "undecided"
+REACH_IN = "reach_in"
 PASSED = "passed"
 FAILURE_CLASSES = (
     BUILD_ERROR, TOOLCHAIN_GAP, TEST_FAILURE, TIMEOUT, RESOURCE_LIMIT, HARNESS_ERROR, INFRA_ERROR, UNSUPPORTED,
+    UNDECIDED, REACH_IN,
 )
 #: Failure classes that blame the grading machinery, not the answer, and may not recur:
 #: a trainer re-grades the same answer once and otherwise leaves it out of its statistics.

@@ -36,9 +36,11 @@ from cvdp_gym.harness.flows import flow_for
 from cvdp_gym.harness.lint import LintResult, compile_only, full_parser_accepts
 from cvdp_gym.harness.logs import read_logs, writable_roots
 from cvdp_gym.harness.randomness import draw_seed, seed_environment, write_seed_module
+from cvdp_gym.harness.reach_in import rtl_scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
+    REACH_IN,
     RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
@@ -46,6 +48,7 @@ from cvdp_gym.harness.results import (
     UNSUPPORTED,
     HarnessResult,
     ServiceResult,
+    TestCounts,
     classify_failure,
     os_failure_class,
     pytest_summary,
@@ -159,6 +162,13 @@ class HarnessRunner:
             return HarnessResult.failure(problem.id, UNSUPPORTED, missing)
         if problem.flow is not None:
             return self._run_flow(problem, files, limits)
+        found = rtl_scan(files, problem.context)  # what no design answer needs (reach_in.NEVER)
+        if found.findings:
+            service = ServiceResult(
+                "static check", False, REACH_IN, found.reason, None, tests=TestCounts(1, 0, 1),
+                notes=[str(f) for f in found.findings],
+            )
+            return HarnessResult(problem.id, False, REACH_IN, found.reason, services=[service])
         try:
             services = self.services(problem)
         except HarnessError as exc:
@@ -329,7 +339,9 @@ class HarnessRunner:
         tail = output[-LOG_TAIL_CHARS:]
         result = ServiceResult(
             name=service.name,
-            passed=outcome.returncode == 0 and not outcome.timed_out,
+            # Cut short is never a pass, whatever pytest printed first: killed at the wall-time
+            # limit, or a process of the run killed for memory (a harness can ignore that).
+            passed=outcome.returncode == 0 and not outcome.timed_out and not outcome.out_of_memory,
             failure_class=None,
             reason="",
             returncode=outcome.returncode,

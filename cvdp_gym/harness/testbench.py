@@ -17,8 +17,21 @@ Passed``). The answer runs in the same simulation and can print those words too.
 
 The secret never sits where the answer could read it while it runs: the instrumented test
 bench is deleted once compiled, the compiled simulation is deleted once opened and fed to
-``vvp`` through a pipe, and the secret is in no command line. (An answer that scans its
-own process's memory for it is out of scope, like one that patches the simulator.)
+``vvp`` through a pipe, and the secret is in no command line. What is left is the simulator
+process's own memory (``/proc/self/mem``), and a design can only reach that by opening a
+file: the static check below lets a design read no file but its own, named by a literal, and
+use no descriptor it did not open, so that is closed too (as is every file a design might
+open to read the test bench's data).
+
+Nothing outside the answer can be named from it either (``isolated_run``): before any run,
+:mod:`cvdp_gym.harness.reach_in` checks what the answer names or opens outside its own
+design (the test bench's or reference's instances, tasks, modules, ``$root``, ``force``,
+``bind``, files, DPI); an answer it flags is ``reach_in``, never a pass. The others run with
+fresh names for the test bench's and reference's modules, scopes and files
+(:mod:`cvdp_gym.harness.isolation`), mapped back in the logs so the official reading is the
+benchmark's own. Where the benchmark's own compilation would differ (a flagged answer, or
+one that declares a module of the test bench's or reference's name), the official reading
+comes from a second, untouched run.
 
 ``run_script`` runs a flow's shell script in the sandbox: the files written into a
 fresh ``/work`` (the working directory, writable), the simulator the problem names bound
@@ -31,10 +44,13 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cvdp_gym.harness.isolation import Isolated, isolate
+from cvdp_gym.harness.reach_in import Scan
+from cvdp_gym.harness.results import REACH_IN, HarnessResult, ServiceResult, TestCounts
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.paths import write_tree
 from cvdp_gym.sandbox.scratch import make_scratch_dir
@@ -198,6 +214,46 @@ class ScriptRun:
     logs: dict[str, str]
     #: Files present in the working folder afterwards (names only).
     left: frozenset[str]
+
+
+def isolated_run(
+    found: Scan, sources: Mapping[str, str], once: Callable[[Isolated | None, Path | None], HarnessResult],
+    keep_dir: Path | None,
+) -> HarnessResult:
+    """A flow's verdict with nothing outside the answer nameable from it.
+
+    ``found``: the static check of the answer; ``sources``: the test bench's and reference's
+    files ({file name: text}); ``once(isolated, keep_dir)``: one run of the flow, with the
+    run's names (``None``: untouched, as the benchmark's own scripts run it). A flagged
+    answer is graded ``reach_in`` with the untouched run's official reading; the others run
+    isolated, and an answer that declares one of the renamed modules (which changes the
+    benchmark's own compilation) takes its official reading from an untouched run as well.
+    """
+    if found.findings:
+        return reach_in_result(once(None, keep_dir), found)
+    isolated = isolate(sources)
+    result = once(isolated, keep_dir)
+    if found.definitions & isolated.modules:
+        untouched = once(None, None)
+        result.official = {**untouched.official, **{k: v for k, v in result.official.items() if k.startswith("verdict_")}}
+    return result
+
+
+def reach_in_result(untouched: HarnessResult, found: Scan) -> HarnessResult:
+    """The verdict on an answer the static check flagged: ``reach_in``, its first finding as
+    the reason (every finding in the service's notes), the untouched run's official reading
+    beside it. Never excused as a problem's defect: the failure is the answer's."""
+    reason = found.reason
+    official = {k: (REACH_IN if k.startswith("verdict_") else v) for k, v in untouched.official.items()}
+    first = untouched.services[0] if untouched.services else ServiceResult("", False, None, "", None)
+    service = replace(
+        first, passed=False, failure_class=REACH_IN, reason=reason, tests=TestCounts(1, 0, 1),
+        notes=[*first.notes, *(str(f) for f in found.findings)], failures=[],
+    )
+    return HarnessResult(
+        problem_id=untouched.problem_id, passed=False, failure_class=REACH_IN, reason=reason, services=[service],
+        wall_s=untouched.wall_s, toolchain=dict(untouched.toolchain), official=official,
+    )
 
 
 def run_script(

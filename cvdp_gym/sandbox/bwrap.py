@@ -4,7 +4,9 @@ The sandbox sees a fresh root made of the toolchain's system folders, read-only:
 pinned simulation root (the default), its ``/usr``, ``/etc`` and ``/opt``; with the host
 fallback, the host's ``/usr`` (and the merged-``/usr`` symlinks), a handful of ``/etc``
 files and the simulation environment. Then exactly the mounts the caller names. It has no
-network, its own PID namespace (so killing it kills everything it started), and limits on
+network, its own PID namespace (so killing it kills everything it started), device nodes of
+its own and a read-only ``/proc`` (``devices.py``: nothing it does to either reaches the
+host's), and limits on
 wall time, memory, processes, file size and captured output. Memory and process limits use
 cgroups where they can be created, and ``prlimit`` otherwise.
 
@@ -26,9 +28,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxResult, SandboxUnavailable
+from cvdp_gym.sandbox.devices import PLACEHOLDER, by_hand, device_binds, device_folder, own_devices
 from cvdp_gym.sandbox.output import ELISION, BoundedOutput
 from cvdp_gym.sandbox.process import kill_group, read_to_deadline
-from cvdp_gym.sandbox.scratch import remove_orphan_scratch
+from cvdp_gym.sandbox.scratch import remove_orphan_scratch, remove_tree
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
 #: The contract types live in ``base.py`` (and ``ELISION`` in ``output.py``); re-exported
@@ -190,11 +193,15 @@ class BubblewrapSandbox:
         env: Mapping[str, str],
         sim_env: SimEnv | None,
         interactive: bool = False,
+        devices: Path | None = None,
     ) -> list[str]:
         """The ``bwrap`` argument vector (without the limit wrapper).
 
         ``interactive``: for a shell on the caller's terminal (``cvdp-gym debug --shell``),
         without ``--new-session``, which would detach the shell from that terminal.
+        ``devices``: the run's device-node folder (``devices.device_folder``; ``run`` makes
+        and removes it); without one, the nodes are named by ``devices.PLACEHOLDER`` where
+        runs get their own (``command_line`` makes them when its line runs).
         """
         args = [
             self.toolchain.bwrap.path or "bwrap",
@@ -207,6 +214,12 @@ class BubblewrapSandbox:
             "/dev",
             "--proc",
             "/proc",
+            # Read-only: outside the process folders its entries are the kernel's own, shared with
+            # the host's /proc, and a sandboxed root owns them (devices.py says more).
+            "--remount-ro",
+            "/proc",
+            # Over --dev's binds of the host's nodes: see devices.py.
+            *device_binds(devices or (PLACEHOLDER if own_devices() else None)),
         ]
         # /tmp first: the toolchain may itself live under /tmp and is bound over it below.
         (scratch / "tmp").mkdir(parents=True, exist_ok=True)
@@ -237,9 +250,19 @@ class BubblewrapSandbox:
         toolchain (the Docker backend resolves it).
         """
         limits = limits or Limits()
-        bwrap_argv = self.command(
-            argv, mounts=mounts, scratch=scratch, cwd=cwd, env=_full_env(env, sim_env), sim_env=sim_env
-        )
+        devices = device_folder()
+        try:
+            bwrap_argv = self.command(
+                argv, mounts=mounts, scratch=scratch, cwd=cwd, env=_full_env(env, sim_env), sim_env=sim_env,
+                devices=devices,
+            )
+            return self._run(bwrap_argv, limits)
+        finally:
+            if devices is not None:
+                remove_tree(devices)
+
+    def _run(self, bwrap_argv: list[str], limits: Limits) -> SandboxResult:
+        """Start ``bwrap_argv`` under ``limits`` (a cgroup or ``prlimit``) and read it to its end or deadline."""
         cgroups = _Cgroups(limits)
         join = "".join(f'echo $$ > "{f}" && ' for f in cgroups.procs_files)
         prlimit = _prlimit(limits, per_process=not cgroups.dirs)
@@ -301,12 +324,14 @@ class BubblewrapSandbox:
     ) -> list[str]:
         """The command line ``run`` starts for the same arguments, to run by hand: ``prlimit``
         with every limit per process (what ``run`` does where it cannot create cgroups), then
-        the ``bwrap`` argument vector. ``interactive``: see ``command``."""
+        the ``bwrap`` argument vector; where runs get device nodes of their own, inside an
+        ``sh -c`` that makes them first and deletes them after (``devices.by_hand``).
+        ``interactive``: see ``command``."""
         bwrap_argv = self.command(
             argv, mounts=mounts, scratch=scratch, cwd=cwd, env=_full_env(env, sim_env), sim_env=sim_env,
             interactive=interactive,
         )
-        return [*_prlimit(limits or Limits(), per_process=True), "--", *bwrap_argv]
+        return by_hand([*_prlimit(limits or Limits(), per_process=True), "--", *bwrap_argv])
 
 
 def _full_env(env: Mapping[str, str] | None, sim_env: SimEnv | None) -> dict[str, str]:

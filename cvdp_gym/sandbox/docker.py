@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 import time
 import uuid
@@ -40,6 +41,7 @@ from cvdp_gym.sandbox.docker_images import (
     resolve_image,
 )
 from cvdp_gym.sandbox.output import BoundedOutput
+from cvdp_gym.sandbox.owner import owner_alive, owner_token
 from cvdp_gym.sandbox.scratch import remove_orphan_scratch
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
@@ -60,18 +62,23 @@ __all__ = [
     "DockerSandbox",
     "build_image",
     "connect",
+    "remove_orphan_containers",
     "resolve_image",
 ]
 
 #: Every container this module creates carries this label (``cvdp-gym=1``).
 LABEL = "cvdp-gym"
+#: ... and its maker's owner token and host (``owner.py``), so that a later sandbox on the
+#: same host removes the containers of a maker killed before it could (``remove_orphan_containers``).
+OWNER_LABEL, HOST_LABEL = "cvdp-gym.owner", "cvdp-gym.host"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class DockerSandbox:
     """Runs commands in containers on a local Docker engine; safe to share between threads.
 
-    A new sandbox first removes the scratch folders a killed process left (``scratch.remove_orphan_scratch``)."""
+    A new sandbox first removes the scratch folders and containers a killed process left
+    (``scratch.remove_orphan_scratch``, ``remove_orphan_containers``)."""
 
     name = "docker"
     #: The engine's process, which binds the mounts: ``copy_tree`` overlays a tree only when it
@@ -94,6 +101,7 @@ class DockerSandbox:
         self._lock = threading.Lock()
         self._running: set[str] = set()  # names of containers whose run() has not returned
         remove_orphan_scratch()
+        remove_orphan_containers(self.client)
 
     @property
     def root_dir(self) -> Path | None:
@@ -179,7 +187,7 @@ class DockerSandbox:
             "image": image,
             "command": list(argv),
             "name": name,
-            "labels": {LABEL: "1"},
+            "labels": {LABEL: "1", OWNER_LABEL: owner_token(), HOST_LABEL: socket.gethostname()},
             "environment": dict(env),
             "working_dir": cwd,
             "mounts": binds,
@@ -390,6 +398,23 @@ class DockerSandbox:
         """Names of containers this module created that still exist (should be none)."""
         found = self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"})
         return [c.name for c in found]
+
+
+def remove_orphan_containers(client: docker.DockerClient) -> list[str]:
+    """Remove the containers this module made on this host whose maker is dead (killed before
+    its own cleanup); their names. A live maker's, another host's, and one whose maker cannot
+    be judged (another PID namespace, an older container without the labels) are left alone."""
+    removed = []
+    host = socket.gethostname()
+    with contextlib.suppress(Exception):  # an engine that cannot list is no reason to refuse runs
+        for container in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+            labels = container.labels or {}
+            if labels.get(HOST_LABEL) != host or owner_alive(labels.get(OWNER_LABEL, "")) is not False:
+                continue
+            with contextlib.suppress(Exception):
+                client.api.remove_container(container.id, force=True, v=True)
+                removed.append(container.name)
+    return removed
 
 
 def _close_stream(stream: Any) -> None:

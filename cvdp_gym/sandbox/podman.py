@@ -20,6 +20,10 @@ every container whatever happens. What differs:
   start-up exceeds at small limits) and ``RLIMIT_NPROC`` at ``processes`` (counted over
   all of the user's containers at once). File size and core dumps are rlimits either way.
 
+The OCI runtime is the service's (``oci_runtime.py``): a local service whose runtime cannot
+start containers under this host's cgroups (crun on a hybrid host) is refused with one line
+saying how to restart it (``scripts/podman.sh`` picks a runtime that can).
+
 The socket: ``$CONTAINER_HOST``, else ``$DOCKER_HOST``, else the user's
 ``$XDG_RUNTIME_DIR/podman/podman.sock`` (``/run/user/UID/...`` without the variable),
 where ``scripts/podman.sh`` and Podman's own systemd socket put it.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,12 +41,20 @@ from typing import TYPE_CHECKING, Any
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxUnavailable
 from cvdp_gym.sandbox.docker import DockerSandbox
 from cvdp_gym.sandbox.docker_images import docker_sdk
+from cvdp_gym.sandbox.oci_runtime import (
+    ADMIN_FIX,
+    CRUN_REFUSAL,
+    cgroup_layout,
+    choose_runtime,
+    installed_runtimes,
+    refusal,
+)
 from cvdp_gym.toolchain import Toolchain
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["PODMAN_FIX", "PodmanSandbox", "is_podman", "podman_url"]
+__all__ = ["PODMAN_FIX", "PodmanSandbox", "is_podman", "podman_rows", "podman_url"]
 
 PODMAN_FIX = (
     "no Podman service answers; start yours (as yourself, not root) with: bash scripts/podman.sh  "
@@ -95,7 +108,8 @@ class PodmanSandbox(DockerSandbox):
     """Runs commands in containers of a (rootless) Podman service; safe to share between threads.
 
     ``rootless``: the service runs as an ordinary user; ``cgroup_limits``: memory and
-    process limits are cgroups (else rlimits; see the module docstring)."""
+    process limits are cgroups (else rlimits; see the module docstring); ``runtime``: the
+    service's OCI runtime."""
 
     name = "podman"
     engine_process = "podman"
@@ -112,6 +126,7 @@ class PodmanSandbox(DockerSandbox):
         self.rootless = bool(host.get("security", {}).get("rootless"))
         controllers = set(host.get("cgroupControllers") or [])
         self.cgroup_limits = {"memory", "pids"} <= controllers
+        self.runtime = str((host.get("ociRuntime") or {}).get("name") or "")
 
     def container_config(
         self,
@@ -147,6 +162,19 @@ class PodmanSandbox(DockerSandbox):
         """Create the container through Podman's own API, which applies every rlimit."""
         return str(self._libpod("POST", "/containers/create", libpod_spec(config))["Id"])
 
+    def _run_container(self, config: Mapping[str, Any], *args: Any) -> dict[str, Any]:
+        """Docker's run; a runtime that refuses this host's cgroups is ``SandboxUnavailable``
+        (one line: how to restart the service with a runtime that can), not the answer's failure."""
+        import docker
+
+        try:
+            return super()._run_container(config, *args)
+        except docker.errors.APIError as exc:
+            message = str(getattr(exc, "explanation", None) or exc)
+            if CRUN_REFUSAL in message:
+                raise SandboxUnavailable(runtime_problem(self.runtime or "crun", message)) from None
+            raise
+
     def _run_line(self, config: Mapping[str, Any]) -> list[str]:
         """The ``podman run`` line of ``config``."""
         line = super()._run_line(config)
@@ -168,6 +196,70 @@ class PodmanSandbox(DockerSandbox):
         except requests.HTTPError as exc:
             raise docker.errors.create_api_error_from_http_exception(exc) from None
         return dict(response.json())
+
+
+def _local(client: docker.DockerClient) -> bool:
+    """Whether the service listens on a local socket (its host's cgroups are this one's)."""
+    return str(client.api.base_url).startswith("http+docker://")
+
+
+def runtime_problem(runtime: str, refused: str | None = None) -> str | None:
+    """One line when a service's ``runtime`` cannot start a container on this host (it
+    ``refused`` with that engine message, or by this host's cgroup layout): why, and the
+    runtime to restart it with (or what to ask an administrator for); else None."""
+    layout = cgroup_layout()
+    why_not = refused or refusal(runtime, layout)
+    if why_not is None:
+        return None
+    others = [name for name in installed_runtimes() if Path(name).name != Path(runtime).name]
+    choice = choose_runtime(runtime, installed_runtimes(), layout) if refused is None else None
+    better = choice.runtime if choice is not None else (others[0] if others else None)
+    if better is None:
+        return f"Podman's OCI runtime {runtime} cannot start containers here ({why_not}), and no other is installed; {ADMIN_FIX}"
+    return (
+        f"the Podman service runs containers with {runtime}, which cannot start one here ({why_not}); "
+        f"restart it with {better}: stop it and run bash scripts/podman.sh (it picks {better}), "
+        f'or set runtime = "{better}" under [engine] in ~/.config/containers/containers.conf'
+    )
+
+
+def podman_rows() -> list[tuple[str, bool | None, str, str]]:
+    """``(component, ok, detail, fix)`` rows for ``cvdp-gym doctor``; ok None: optional and absent.
+
+    Which runtime a Podman service needs on this host's cgroup layout, and the user's own
+    service: whether it answers, and whether its runtime can start containers here."""
+    import subprocess
+
+    if shutil.which("podman") is None:
+        return [("podman", None, "not installed (optional: --sandbox podman)", "apt-get install -y podman uidmap runc")]
+    layout = cgroup_layout()
+    try:
+        done = subprocess.run(
+            ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"], capture_output=True, text=True, timeout=60,
+        )
+        default = done.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        default = None
+    choice = choose_runtime(default, installed_runtimes(), layout)
+    rows: list[tuple[str, bool | None, str, str]] = [(
+        "podman runtime", choice.runtime is not None,
+        f"{choice.runtime}: {choice.reason}" if choice.runtime else choice.reason,
+        "" if choice.runtime else ADMIN_FIX,
+    )]
+    try:
+        client = connect_podman()
+    except SandboxUnavailable:
+        rows.append(("podman service", None, f"none answers at {podman_url()} (optional)", "bash scripts/podman.sh (as yourself)"))
+        return rows
+    try:
+        host = client.api.get(client.api.base_url + LIBPOD + "/info").json().get("host", {})
+    finally:
+        client.close()
+    runtime = str((host.get("ociRuntime") or {}).get("name") or "?")
+    rootless = "rootless" if host.get("security", {}).get("rootless") else "rootful"
+    problem = runtime_problem(runtime) if _local(client) else None
+    rows.append(("podman service", problem is None, problem or f"{rootless} at {podman_url()}, runtime {runtime}", ""))
+    return rows
 
 
 def libpod_spec(config: Mapping[str, Any]) -> dict[str, Any]:

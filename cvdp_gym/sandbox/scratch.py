@@ -15,7 +15,6 @@ unmounts and removes those), and any name not of this scheme.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import shutil
@@ -23,29 +22,21 @@ import stat
 import tempfile
 from pathlib import Path
 
+from cvdp_gym.sandbox.owner import pid_namespace
+
 __all__ = ["SCRATCH_KINDS", "make_scratch_dir", "remove_orphan_scratch", "remove_tree", "scratch_prefix"]
 
-#: What a scratch folder is for: a harness run, a lint, a test-bench script, an agent's workspace.
-SCRATCH_KINDS = ("run", "lint", "tb", "ws")
+#: What a scratch folder is for: a harness run, a lint, a test-bench script, an agent's
+#: workspace, a bubblewrap run's device nodes (``devices.py``).
+SCRATCH_KINDS = ("run", "lint", "tb", "ws", "dev")
 _NAME = re.compile(rf"^cvdp-gym-({'|'.join(SCRATCH_KINDS)})-(\d+)-(\d+)-[A-Za-z0-9_]+$")
-
-
-@functools.cache
-def _pid_namespace() -> str | None:
-    """This process's PID namespace (the inode number of ``/proc/self/ns/pid``), or None
-    where ``/proc`` cannot say (then no pid can be judged dead, and nothing is swept)."""
-    try:
-        match = re.search(r"\[(\d+)\]", os.readlink("/proc/self/ns/pid"))
-    except OSError:
-        return None
-    return match.group(1) if match else None
 
 
 def scratch_prefix(kind: str, pid: int) -> str:
     """The name every scratch folder of ``kind`` made by process ``pid`` (of this PID namespace) starts with."""
     if kind not in SCRATCH_KINDS:
         raise ValueError(f"unknown scratch folder kind {kind!r}; expected one of {', '.join(SCRATCH_KINDS)}")
-    return f"cvdp-gym-{kind}-{pid}-{_pid_namespace() or 0}-"
+    return f"cvdp-gym-{kind}-{pid}-{pid_namespace() or 0}-"
 
 
 def make_scratch_dir(kind: str) -> Path:
@@ -69,7 +60,7 @@ def remove_tree(path: Path) -> None:
 
 def remove_orphan_scratch(root: Path | None = None) -> list[Path]:
     """Remove the scratch folders in ``root`` (the temp folder) whose maker is dead; the removed folders."""
-    ours = _pid_namespace()
+    ours = pid_namespace()
     mounts = _mount_points()
     if ours is None or mounts is None:
         return []

@@ -122,12 +122,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         problem = service.problem(body.problem_id)
         outcome = await service.verdict(
             problem, client=client_of(request), response=body.response, files=body.files,
-            deadline_s=body.deadline_s, seed=body.seed,
+            deadline_s=body.deadline_s, seed=body.seed, verdict=body.verdict,
         )
         if isinstance(outcome, JSONResponse):
             return outcome
         result, queued, total = outcome
-        return answer_of(result, body.reward or config.reward, queued, total)
+        return answer_of(result, body.reward or config.reward, queued, total, body.verdict or config.grader.verdict)
 
     nemo.add_routes(app, service)
     app.add_middleware(_Guard, config=config)

@@ -23,7 +23,7 @@ from cvdp_gym.errors import ConfigError, UnknownProblemError
 from cvdp_gym.grading import Grader, GradeResult
 from cvdp_gym.grading.rewards import REWARDS
 from cvdp_gym.service.metrics import Metrics
-from cvdp_gym.service.models import GradeAnswer, RewardKind
+from cvdp_gym.service.models import GradeAnswer, RewardKind, VerdictKind
 
 #: Routes open without the token: liveness probes and the API's own description.
 OPEN_PATHS = frozenset({
@@ -119,12 +119,13 @@ class GradingService:
         return None
 
     def cached(
-        self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None, seed: int | None = None
+        self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None, seed: int | None = None,
+        verdict: str | None = None,
     ) -> GradeResult | None:
         """The cache's verdict on an answer, counted as graded, or None: a hit is answered at
         once, never queued (and never refused with 429)."""
         start = time.monotonic()
-        result = self.grader.cached_verdict(problem, response=response, files=files, seed=seed)
+        result = self.grader.cached_verdict(problem, response=response, files=files, seed=seed, verdict=verdict)
         if result is not None:
             result.wall_s = time.monotonic() - start
             self.metrics.graded(result.wall_s, result.verdict, True)
@@ -132,26 +133,29 @@ class GradingService:
 
     async def verdict(
         self, problem: Problem, *, client: str, response: str | None = None, files: dict[str, str] | None = None,
-        deadline_s: float | None = None, seed: int | None = None,
+        deadline_s: float | None = None, seed: int | None = None, verdict: str | None = None,
     ) -> tuple[GradeResult, float, float] | JSONResponse:
         """What every grading route answers from: the cache's verdict at once (never queued,
         never refused), else the verdict graded through the queue; ``(result, seconds queued,
         seconds in all)``, or the 429 of a job ``admit`` refused, or the 503 of a job the
-        shutdown cut (uvicorn's graceful shutdown ran out of time)."""
-        hit = self.cached(problem, response=response, files=files, seed=seed)
+        shutdown cut (uvicorn's graceful shutdown ran out of time). ``verdict``: the verdict
+        option (None: the grader's)."""
+        hit = self.cached(problem, response=response, files=files, seed=seed, verdict=verdict)
         if hit is not None:
             return hit, 0.0, hit.wall_s
         refused = self.admit(client)
         if refused:
             return queue_full(self, refused)
         try:
-            return await self.grade(problem, response=response, files=files, deadline_s=deadline_s, seed=seed, client=client)
+            return await self.grade(
+                problem, response=response, files=files, deadline_s=deadline_s, seed=seed, client=client, verdict=verdict,
+            )
         except asyncio.CancelledError:
             return shutting_down(self)
 
     async def grade(
         self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None,
-        deadline_s: float | None = None, seed: int | None = None, client: str = "",
+        deadline_s: float | None = None, seed: int | None = None, client: str = "", verdict: str | None = None,
     ) -> tuple[GradeResult, float, float]:
         """Grade an answer ``admit(client)`` took; the verdict, seconds queued, seconds in all.
 
@@ -169,8 +173,8 @@ class GradingService:
             waited, ran = time.monotonic() - start, True
             _tell(loop, self._started)
             if files is not None:
-                return self.grader.grade_files(problem, files, deadline=deadline, seed=seed)
-            return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed)
+                return self.grader.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict)
+            return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed, verdict=verdict)
 
         job = self._pool.submit(run)
         with self._lock:
@@ -217,15 +221,17 @@ def _tell(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: objec
         loop.call_soon_threadsafe(fn, *args)
 
 
-def answer_of(result: GradeResult, reward: RewardKind, queued: float, total: float) -> GradeAnswer:
+def answer_of(
+    result: GradeResult, reward: RewardKind, queued: float, total: float, verdict: VerdictKind = "testbench",
+) -> GradeAnswer:
     rewards = {name: float(fn(result)) for name, fn in REWARDS.items()}
     return GradeAnswer(
-        problem_id=result.problem_id, reward=rewards[reward], reward_kind=reward, rewards=rewards,
+        problem_id=result.problem_id, reward=rewards[reward], reward_kind=reward, verdict_kind=verdict, rewards=rewards,
         verdict=result.verdict, failure_class=result.failure_class, passed=result.passed, reason=result.reason,
         tests=vars(result.tests), stages=[vars(s) for s in result.stages], failures=result.failures,
         cached=result.cached, late=result.late, excluded=result.excluded, infra_failure=result.infra_failure,
         seed=result.seed, queue_s=queued, grade_s=result.wall_s, total_s=total, extraction=result.extraction,
-        official=result.official, defect=result.defect,
+        official=result.official, defect=result.defect, reference_check=result.reference_check,
     )
 
 

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cvdp_gym.errors import ConfigError
 
 RewardKind = Literal["shaped", "partial", "binary"]
+#: The verdict options (:mod:`cvdp_gym.grading.backed`).
+VerdictKind = Literal["testbench", "testbench+reference"]
 
 
 class GradeRequest(BaseModel):
@@ -24,6 +26,7 @@ class GradeRequest(BaseModel):
     reward: RewardKind | None = Field(default=None, description="shaped, partial or binary (default: the server's, shaped unless set).")
     deadline_s: float | None = Field(default=None, gt=0, description="Seconds to grade by (the server's limit caps it); a job still running then is cancelled and scored timeout.")
     seed: int | None = Field(default=None, ge=0, lt=2**32, description="Harness seed of a randomised harness (default: the server's); cocotb's seed is 32 bits.")
+    verdict: VerdictKind | None = Field(default=None, description="testbench, or testbench+reference: a pass also needs the answer to be equivalent to the problem's reference (default: the server's).")
 
     @model_validator(mode="after")
     def _one_answer(self) -> GradeRequest:
@@ -52,6 +55,8 @@ class GradeAnswer(BaseModel):
     problem_id: str
     reward: float
     reward_kind: RewardKind
+    #: The verdict option the answer was graded under.
+    verdict_kind: VerdictKind = "testbench"
     #: Every reward kind's value (the shaping's parts are in ``stages``).
     rewards: dict[str, float]
     verdict: str
@@ -75,6 +80,8 @@ class GradeAnswer(BaseModel):
     official: dict[str, Any] = {}
     #: The problem's known benchmark defect: a failure there is not the answer's (``excluded``).
     defect: str | None = None
+    #: ``testbench+reference``: the check against the reference of an answer its test bench passed.
+    reference_check: dict[str, Any] = {}
 
 
 class ProblemSummary(BaseModel):

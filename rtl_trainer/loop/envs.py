@@ -71,6 +71,7 @@ def make_env_factory(
             sandbox=config.grade_sandbox,
             toolchain=config.grade_toolchain,
             executor=executor,
+            verdict=config.grade_verdict,
             **extra,
         )
 

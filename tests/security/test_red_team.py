@@ -178,7 +178,9 @@ def test_a_command_cannot_write_the_toolchain_or_the_harness(runner, tmp_path):
 
 def test_a_verilator_design_rewriting_the_results_file_from_a_shell_fails(runner):
     """Verilator has ``$system``: a design can start a shell that replaces the results file
-    after cocotb wrote it (even removing it first). More writes than simulations: caught."""
+    after cocotb wrote it (even removing it first). No design needs ``$system``: the static
+    check stops it before the harness runs (``reach_in``); the writes it would make are the
+    ones the results watch counts (the tests above)."""
     from cvdp_gym.data import load_dataset
     from cvdp_gym.data.bundle import bundled_candidates
 
@@ -191,7 +193,7 @@ def test_a_verilator_design_rewriting_the_results_file_from_a_shell_fails(runner
     attack += f'\n  final $system("rm -f {target}; cp /code/rundir/fake.xml {target}");'
     result = runner.run(problem, {path: _with(attack, rtl)})
     assert not result.passed
-    assert result.failure_class == "test_failure", result.reason
+    assert result.failure_class == "reach_in" and "`$system` runs a command" in result.reason, result.reason
 
 
 @pytest.mark.docker

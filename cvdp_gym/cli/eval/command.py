@@ -34,6 +34,7 @@ from cvdp_gym.cli._options import (
     SeedsOpt,
     TimeoutOpt,
     ToolchainOpt,
+    VerdictOpt,
     console,
     fail,
     load_problems,
@@ -95,6 +96,7 @@ def eval_command(
     repos: ReposOpt = None,
     seed: SeedOpt = None,
     seeds: SeedsOpt = 1,
+    verdict: VerdictOpt = "testbench",
 ) -> None:
     """Score answers (a responses file, or a model behind an OpenAI-compatible endpoint: single answers, --agentic or --refine episodes) and report pass@k."""
     import time
@@ -137,15 +139,16 @@ def eval_command(
     if judge_concurrency < 1:
         raise fail("--judge-concurrency must be at least 1")
     data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
+    backing_note = _verdict_note(verdict, data.problems)
     if any(p.scoring == "bleu" for p in data.problems) and not nltk_available():
         raise fail(f"cid006/cid008 problems are selected: {NLTK_HINT}")
-    meta: dict = {"source": f"responses {responses}", "dataset": data.source, "reward": reward}
+    meta: dict = {"source": f"responses {responses}", "dataset": data.source, "reward": reward, "verdict": verdict}
     judge = eval_judge(judge_base_url, judge_model, judge_concurrency, retries, retry_wait, cache or out / "judge-cache.sqlite")
     if any(p.scoring != "harness" for p in data.problems):
         meta.update(parse_route=_ROUTE_NAMES[parse_route], judge=f"{judge_model} at {judge_base_url}" if judge else "none")
     grader, reward_fn = eval_grader(
         timeout, cache, sandbox, toolchain, executor, jobs, repos,
-        judge=judge, route=parse_route, seed=seed, seeds=seeds), make_reward(reward)
+        judge=judge, route=parse_route, seed=seed, seeds=seeds, verdict=verdict), make_reward(reward)
     try:  # everything from here on closes the executor and the judge, however it ends
         if responses is not None:
             keys, start, notes = file_plan(responses, data.problems)
@@ -174,7 +177,7 @@ def eval_command(
             else:
                 keys, start, notes = endpoint_plan(data.problems, settings, samples)
         heavy = repos_note(data.problems, grader.runner)
-        notes = [*notes, heavy] if heavy else notes
+        notes = [*notes, *(n for n in (heavy, backing_note) if n)]
         for note in notes:
             console.print(f"[yellow]note:[/] {note}")
         _mark_run(out, meta, resume)
@@ -195,6 +198,24 @@ def eval_command(
     _report(rows, k, meta, out, not_judged_as_zero)
     html = _html_report(out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
+
+
+def _verdict_note(verdict: str, problems: list) -> str | None:
+    """A one-line error for an unknown verdict or one no problem can have; else a note on the
+    problems ``testbench+reference`` cannot back (None: nothing to say)."""
+    from cvdp_gym.errors import ConfigError
+    from cvdp_gym.grading.backed import BACKED, check_verdict, require_references
+
+    try:
+        if check_verdict(verdict) != BACKED:
+            return None
+        missing = require_references(problems)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    if not missing:
+        return f"verdict {BACKED}: a test-bench pass also needs equivalence with the reference; the benchmark figures stay the test bench's"
+    return (f"verdict {BACKED}: {len(missing)} problem(s) have no reference to check against (a test-bench pass there is "
+            f"scored no_reference, excluded), e.g. {missing[0][0]}: {missing[0][1]}")
 
 
 def _agent_settings(agent: str, agent_dir: Path | None, agent_time: float, concurrency: int, toolchain: str | None):  # type: ignore[no-untyped-def]

@@ -30,17 +30,18 @@ Plan = tuple[list[tuple[str, int]], Callable, list[str]]
 def eval_grader(
     timeout: float, cache: Path | None, sandbox: str, toolchain: str | None, executor: str | None, jobs: int,
     repos: Path | None = None, *, judge: LLMJudge | None = None, route: str = "chat",
-    seed: int | None = None, seeds: int = 1,
+    seed: int | None = None, seeds: int = 1, verdict: str = "testbench",
 ) -> Grader:
     """One grader for the whole run (no cache unless asked: a cache would hide re-grading);
     ``repos`` holds repository-context problems' repositories; ``judge`` and ``route`` score
     comprehension answers; ``seed``/``seeds``: the harness seed and how many seeds an answer
-    to a randomised harness is graded with (``Grader``'s ``harness_seed`` and ``seeds``)."""
+    to a randomised harness is graded with (``Grader``'s ``harness_seed`` and ``seeds``);
+    ``verdict``: the verdict option (:mod:`cvdp_gym.grading.backed`)."""
     from cvdp_gym.grading import Grader
 
     return Grader(
         harness_runner(sandbox, toolchain, timeout, repos), cache=cache, executor=executor_option(executor, jobs),
-        judge=judge, route=route, harness_seed=seed, seeds=seeds,
+        judge=judge, route=route, harness_seed=seed, seeds=seeds, verdict=verdict,
     )
 
 

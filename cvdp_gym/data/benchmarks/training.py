@@ -16,7 +16,8 @@ Options: where the files are (``path``: a file or folder, like ``benchmark_dir``
 a Hugging Face dataset id, bare for the set's default; ``file``: which of its files;
 ``revision``), ``agentic=1`` (the episode form), and the grader's settings, validated here
 and stored in ``extra["equivalence"]`` only when given (absent keys: the grader's
-defaults): ``mode=both|simulation|formal|codev-r1|verithoughts``, ``cycles=N``, ``depth=N``, ``x=dontcare|strict``,
+defaults): ``mode=both|simulation|formal|codev-r1|verithoughts``, ``cycles=N``, ``depth=N``, ``min_depth=N``
+(at most ``depth``, whose default is 20: a lower ``depth`` alone is refused), ``x=dontcare|strict``,
 ``simulator=icarus|verilator``, ``formal_timeout=S``, ``seed=N``. Where no file is named the
 set's environment variable is read, then it fails with one line saying how to give one.
 
@@ -75,7 +76,9 @@ SOURCE_OPTIONS = ("path", "hf", "file", "revision", "agentic")
 _CHOICES = {"mode": ("both", "simulation", "formal", "codev-r1", "verithoughts"), "x": ("dontcare", "strict"), "simulator": ("icarus", "verilator")}
 #: (least, most): the bounds the reference grader itself enforces
 #: (``cvdp_gym.harness.equivalence.settings``), so a bad value fails at load, not per answer.
-_WHOLE = {"cycles": (1, 5_000_000), "depth": (1, 1000), "seed": (0, 2**63 - 1)}
+_WHOLE = {"cycles": (1, 5_000_000), "depth": (1, 1000), "min_depth": (1, 1000), "seed": (0, 2**63 - 1)}
+#: The grader's default ``depth`` and ``min_depth`` (the shallowest bound that counts).
+_DEFAULT_DEPTH = _DEFAULT_MIN_DEPTH = 20
 _SECONDS = {"formal_timeout": (1.0, 3600.0)}
 EQUIVALENCE_OPTIONS = (*_CHOICES, *_WHOLE, *_SECONDS)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -109,6 +112,12 @@ def equivalence_settings(options: Mapping[str, str], where: str) -> dict[str, An
             if not low <= seconds <= high:  # nan fails too
                 raise DatasetError(f"{where}: option {key}={options[key]!r}: expected seconds from {low:g} to {high:g}")
             settings[key] = seconds
+    depth, min_depth = settings.get("depth", _DEFAULT_DEPTH), settings.get("min_depth", _DEFAULT_MIN_DEPTH)
+    if min_depth > depth:
+        raise DatasetError(
+            f"{where}: option min_depth={min_depth} is deeper than depth={depth}: no formal bound could count "
+            f"(give min_depth={depth} too to accept bounds of {depth} steps)"
+        )
     return settings
 
 

@@ -35,6 +35,7 @@ import pyslang
 from pyslang import ast, syntax
 
 from cvdp_gym.errors import HarnessError
+from cvdp_gym.harness.equivalence.state import StateRegister, edge_events, state_registers
 
 #: The widest port the test bench drives or compares.
 MAX_PORT_WIDTH = 4096
@@ -83,6 +84,9 @@ class Design:
     resets: tuple[Reset, ...] = ()
     #: pyslang's errors (Icarus decides whether the design compiles; these are for the record).
     errors: tuple[str, ...] = ()
+    #: The registers the simulation's coverage is measured on (:mod:`.state`); None: too many
+    #: bits, or a design slang's walk could not list (no measure: the formal stage must decide).
+    state: tuple[StateRegister, ...] | None = ()
 
     @property
     def inputs(self) -> tuple[Port, ...]:
@@ -118,6 +122,10 @@ def read_design(source: str, top: str, path: str = "design.sv") -> Design:
     )
     design = Design(top, ports, modules, errors=errors)
     _find_clocks_and_resets(instance, design)
+    try:
+        design.state = state_registers(instance, {p.name for p in design.outputs})
+    except Exception:  # slang's walk of a construct it models oddly: no coverage measure, never a crash
+        design.state = None
     return design
 
 
@@ -255,15 +263,8 @@ def _named(expr) -> str | None:
 
 
 def _procedure(block, alias: dict[str, str], found: _Findings) -> None:
-    body = block.body
-    if body.kind != ast.StatementKind.Timed:
-        return
-    timing = body.timing
-    events = list(timing.events) if timing.kind == ast.TimingControlKind.EventList else [timing]
     edged = []
-    for event in events:
-        if event.kind != ast.TimingControlKind.SignalEvent or event.edge == ast.EdgeKind.None_:
-            continue
+    for event in edge_events(block):
         found.any_edge = True
         name = alias.get(_named(event.expr) or "")
         if name is None:
@@ -272,7 +273,7 @@ def _procedure(block, alias: dict[str, str], found: _Findings) -> None:
         found.edges.setdefault(name, set()).update(edges)
         edged.append(name)
     if len(edged) > 1:
-        first = _first_condition(body.stmt)
+        first = _first_condition(block.body.stmt)
         if first is not None:
             found.tested_first.update(n for n in _names_in(first, alias) if n in edged)
 

@@ -25,6 +25,14 @@ through ``/proc/self/exe`` while it runs (the sandbox runs as root, so no file m
 that): an answer that parses its own executable for the data files' names is the
 out-of-scope class of one that scans its own process's memory.
 
+**Coverage** (``Coverage``): every bit of the reference's outputs and registers
+(:mod:`.state`, read through hierarchical names into the reference's instance, which only
+the test bench can name) is watched from one compared cycle to the next; a bit is covered
+once it has risen and fallen between compared cycles whose vectors assert no reset (a
+change the reset made says nothing of the logic), from its last known value (cycles where the
+reference leaves it X, a don't-care, are skipped). A bench whose probes a simulator
+rejects is rebuilt without them by the flow (``probes=False``): the measure is then absent.
+
 Verilator is 2-state: there is no X, registers start at zero in both designs, so the
 don't-care and strict rules coincide there and a reference that leaves outputs X is
 compared as zeros (use Icarus, the default, for such references). It suits long runs: its
@@ -55,7 +63,29 @@ VERILATOR = (
     ' -MAKEFLAGS "OPT_FAST=-O1 OPT_SLOW=-O0 OPT_GLOBAL=-O0"'
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
-_LINE = re.compile(r"^ (FIRST|OUT|RESULT|MISMATCHES|ACTIVITY|DONE|STIMULUS-UNREADABLE)\b(.*)$")
+_LINE = re.compile(r"^ (FIRST|OUT|RESULT|MISMATCHES|ACTIVITY|COVER|DONE|STIMULUS-UNREADABLE)\b(.*)$")
+#: Bits named in ``Coverage.missed`` at most.
+MAX_MISSED = 8
+
+
+@dataclass
+class Coverage:
+    """How much of the reference the simulation moved: bits of its outputs and registers
+    that rose and fell between two compared cycles without a reset (see the module docstring)."""
+
+    bits: int = 0
+    covered: int = 0
+    #: The first bits not covered, each with what it never did (``count[9] never fell``).
+    missed: list[str] = field(default_factory=list)
+    #: False: no measure (the bench ran without probes, or the design has too much state).
+    measured: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.measured and self.covered == self.bits
+
+    def as_dict(self) -> dict[str, object]:
+        return {"measured": self.measured, "bits": self.bits, "covered": self.covered, "missed": list(self.missed)}
 
 
 @dataclass
@@ -72,17 +102,22 @@ class SimulationResult:
     #: Compared cycles in which some reference output changed: 0 says the stimulus never
     #: moved the reference (a reset of the wrong polarity holding it, an input it waits for).
     reference_changes: int = 0
+    coverage: Coverage = field(default_factory=Coverage)
 
 
-def bench_files(design: Design, stimulus: Stimulus, names: RunNames, secret: str, *, strict_x: bool) -> dict[str, str]:
-    """The test bench, its stimulus and its key mask, by file name."""
+def bench_files(
+    design: Design, stimulus: Stimulus, names: RunNames, secret: str, *, strict_x: bool, probes: bool = True,
+) -> dict[str, str]:
+    """The test bench, its stimulus and its key mask, by file name (``probes``: measure the
+    coverage of the reference's registers, through hierarchical names)."""
     key = int.from_bytes(secret.encode(), "big")
     key_bits = 8 * len(secret.encode())
     mask = secrets.randbits(key_bits)
     sentinel = secrets.randbits(stimulus.width)
     digits = (stimulus.width + 3) // 4
+    points = _probes(design, names) if probes else None
     return {
-        names.tb_file: _bench(design, stimulus, names, key ^ mask, key_bits, sentinel, strict_x),
+        names.tb_file: _bench(design, stimulus, names, key ^ mask, key_bits, sentinel, strict_x, points),
         names.stimulus_file: stimulus.hex_lines() + f"{sentinel:0{digits}x}\n",
         names.key_file: f"{mask:0{(key_bits + 3) // 4}x}\n",
     }
@@ -131,10 +166,30 @@ def prelude_files(names: RunNames) -> dict[str, str]:
     return {names.prelude_file(0): PRELUDE, names.prelude_file(1): PRELUDE}
 
 
-def read_results(lines: list[str], design: Design) -> SimulationResult:
-    """The test bench's verdict from its own (trusted) lines."""
+def coverage_points(design: Design) -> list[tuple[str, int]] | None:
+    """What the coverage watches, (name, width): the reference's outputs, then its registers;
+    None when the design has too much state to probe."""
+    if design.state is None:
+        return None
+    return [(p.name, p.width) for p in design.outputs] + [(reg.path, reg.width) for reg in design.state]
+
+
+def _probes(design: Design, names: RunNames) -> list[tuple[str, int]]:
+    """``coverage_points`` as the bench names them (outputs by their wires, registers by
+    hierarchical names into the reference's instance)."""
+    points = coverage_points(design) or []
+    outputs = len(design.outputs)
+    return [
+        (f"cvdp_ro{j}" if j < outputs else f"{names.ref_instance}.{name}", width) for j, (name, width) in enumerate(points)
+    ]
+
+
+def read_results(lines: list[str], design: Design, *, probes: bool = True) -> SimulationResult:
+    """The test bench's verdict from its own (trusted) lines (``probes``: as ``bench_files``)."""
     outputs = design.outputs
     result = SimulationResult("error", mismatches={p.name: 0 for p in outputs})
+    points = (coverage_points(design) if probes else None) or []
+    cover: dict[int, tuple[str, str]] = {}
     done = False
     expected: dict[str, str] = {}
     got: dict[str, str] = {}
@@ -151,6 +206,8 @@ def read_results(lines: list[str], design: Design) -> SimulationResult:
                 result.compared, result.matched = int(rest[0]), int(rest[1])
             elif word == "ACTIVITY":
                 result.reference_changes = int(rest[0])
+            elif word == "COVER":
+                cover[int(rest[0])] = (rest[1], rest[2])
             elif word == "MISMATCHES":
                 result.mismatches[outputs[int(rest[0])].name] = int(rest[1])
             elif word == "FIRST" and result.first is None:
@@ -165,6 +222,8 @@ def read_results(lines: list[str], design: Design) -> SimulationResult:
     if not done:
         result.why = "the simulation ended before the test bench finished (an error, $finish or $stop in the design?)"
         return result
+    if points and len(cover) == len(points):
+        result.coverage = _coverage(points, cover)
     if result.first is not None:  # only the outputs that differ
         for name in list(expected):
             if expected[name] == got[name]:
@@ -173,6 +232,21 @@ def read_results(lines: list[str], design: Design) -> SimulationResult:
     if not result.compared:
         result.verdict, result.why = "error", "no cycle was compared"
     return result
+
+
+def _coverage(points: list[tuple[str, int]], cover: dict[int, tuple[str, str]]) -> Coverage:
+    """Coverage from the bench's ``COVER j rises falls`` lines (bit strings, most significant first)."""
+    found = Coverage(measured=True)
+    for j, (name, width) in enumerate(points):
+        rises, falls = (bits.lower()[-width:].rjust(width, "0") for bits in cover[j])
+        for bit in range(width):
+            rose, fell = rises[width - 1 - bit] == "1", falls[width - 1 - bit] == "1"
+            found.bits += 1
+            found.covered += rose and fell
+            if not (rose and fell) and len(found.missed) < MAX_MISSED:
+                never = "never rose or fell" if not (rose or fell) else "never fell" if rose else "never rose"
+                found.missed.append(f"{name}[{bit}] {never}" if width > 1 else f"{name} {never}")
+    return found
 
 
 def literal(width: int, bits: str) -> str:
@@ -198,6 +272,7 @@ def _decl(port: Port, kind: str, name: str) -> str:
 
 def _bench(
     design: Design, stimulus: Stimulus, names: RunNames, masked_key: int, key_bits: int, sentinel: int, strict_x: bool,
+    points: list[tuple[str, int]] | None,
 ) -> str:
     inputs, outputs, clocks = design.inputs, design.outputs, design.clocks
     outs = range(len(outputs))
@@ -216,6 +291,9 @@ def _bench(
         connections += [f".{ident(p.name)}(cvdp_{side}o{k})" for k, p in enumerate(outputs)]
         lines.append(f"  {ident(module)} {instance} (\n    " + ",\n    ".join(connections) + "\n  );\n")
     lines += [_decl(port, "reg", f"cvdp_po{k}") for k, port in enumerate(outputs)]  # the last compared values
+    for j, (_, bits) in enumerate(points or []):  # coverage: the last value, rises and falls seen
+        lines.append(f"  bit [{bits - 1}:0] cvdp_n1_{j}, cvdp_n0_{j}, cvdp_k1_{j}, cvdp_k0_{j}, cvdp_cr{j}, cvdp_cf{j};\n")
+    lines.append("  reg cvdp_quiet, cvdp_was_quiet = 1'b0;\n")
     changed = " || ".join(f"cvdp_po{k} !== cvdp_ro{k}" for k in range(len(outputs))) or "1'b0"
     lines.append(
         f"  reg [{width - 1}:0] cvdp_stim [0:{n}];\n"
@@ -248,6 +326,7 @@ def _bench(
         + f"      if (cvdp_cycle >= {stimulus.compare_from}) begin\n"
         + "".join(_compare(k, strict_x) for k in range(len(outputs)))
         + f"        if (cvdp_compared > 0 && ({changed})) cvdp_changes = cvdp_changes + 1;\n"
+        + _coverage_update(points or [], _reset_asserted(design, index))
         + "        cvdp_compared = cvdp_compared + 1;\n"
         "        if (!cvdp_bad) cvdp_matched = cvdp_matched + 1;\n"
         "        else if (cvdp_first < 0) begin\n"
@@ -260,9 +339,46 @@ def _bench(
         '    $display("%s RESULT %0d %0d", cvdp_key, cvdp_compared, cvdp_matched);\n'
         '    $display("%s ACTIVITY %0d", cvdp_key, cvdp_changes);\n'
         + "".join(f'    $display("%s MISMATCHES {k} %0d", cvdp_key, cvdp_mm[{k}]);\n' for k in range(len(outputs)))
+        + "".join(f'    $display("%s COVER {j} %b %b", cvdp_key, cvdp_cr{j}, cvdp_cf{j});\n' for j in range(len(points or [])))
         + '    $display("%s DONE", cvdp_key);\n    $finish;\n  end\nendmodule\n'
     )
     return "".join(lines)
+
+
+def _reset_asserted(design: Design, index: dict[str, int]) -> str:
+    """A Verilog expression: this cycle's vector asserts some reset."""
+    tests = [f"cvdp_i{index[r.name]} === 1'b{r.asserted}" for r in design.resets if r.name in index]
+    return " || ".join(tests) or "1'b0"
+
+
+def _coverage_update(points: list[tuple[str, int]], in_reset: str) -> str:
+    """Per compared cycle, each point's bits seen at 1 and at 0 (``n1``, ``n0``: 2-state, so an
+    X is neither), and those last seen at 1 and at 0 (``k1``, ``k0``): a bit known at 0 then
+    at 1 rose (X cycles between are skipped: an X in the reference is a don't-care). When this
+    cycle's or the last one's vector asserts a reset, nothing is counted and what was last
+    seen is forgotten, so no change a reset made counts."""
+    if not points:
+        return ""
+    count = "".join(
+        f"          cvdp_cr{j} = cvdp_cr{j} | (cvdp_k0_{j} & cvdp_n1_{j}); cvdp_cf{j} = cvdp_cf{j} | (cvdp_k1_{j} & cvdp_n0_{j});\n"
+        for j in range(len(points))
+    )
+    forget = "".join(f"          cvdp_k1_{j} = 0; cvdp_k0_{j} = 0;\n" for j in range(len(points)))
+    remember = "".join(
+        f"        cvdp_k1_{j} = (cvdp_k1_{j} & ~cvdp_n0_{j}) | cvdp_n1_{j}; cvdp_k0_{j} = (cvdp_k0_{j} & ~cvdp_n1_{j}) | cvdp_n0_{j};\n"
+        for j in range(len(points))
+    )
+    return (
+        "".join(f"        cvdp_n1_{j} = {name}; cvdp_n0_{j} = ~{name};\n" for j, (name, _) in enumerate(points))
+        + f"        cvdp_quiet = !({in_reset});\n"
+        + "        if (cvdp_compared > 0 && cvdp_quiet && cvdp_was_quiet) begin\n"
+        + count
+        + "        end else begin\n"
+        + forget
+        + "        end\n"
+        + remember
+        + "        cvdp_was_quiet = cvdp_quiet;\n"
+    )
 
 
 def _toggles(clocks: tuple[str, ...], index: dict[str, int], slot: int) -> str:

@@ -9,17 +9,23 @@ the answer holds. The problem (API29): ``reference`` = {target: reference design
 1. **interface**, in process (pyslang): the reference's top, ports, clocks and resets. A
    reference that cannot be driven (no such module, inout or unpacked ports, no output,
    a sequential design with no clock found, a module it instantiates but does not define,
-   a stimulus too large) is ``unsupported``: labelled, never the answer's failure. The
-   answer must declare the same top with the same ports (name, direction, width), else
-   ``interface_error`` with no simulation (an answer slang cannot parse is compiled first,
-   so a syntax error stays a ``build_error``);
+   a stimulus too large) is ``unsupported``: labelled, never the answer's failure. An
+   answer that names or opens anything outside its own design (:mod:`cvdp_gym.harness.reach_in`:
+   the test bench's or reference's scopes, ``$root``, ``bind``, files, DPI) is ``reach_in``,
+   with no simulation. The answer must declare the same top with the same ports (name,
+   direction, width), else ``interface_error`` with no simulation (an answer slang cannot
+   parse is compiled first, so a syntax error stays a ``build_error``);
 2. **simulation**, in the sandbox: the generated differential test bench on Icarus (or
    Verilator). An answer that does not compile is a ``build_error`` (a reference Icarus
    rejects: ``unsupported``). Mode ``formal`` still compiles the answer with Icarus (so
-   build errors read the same in every mode) but does not simulate;
+   build errors read the same in every mode) but does not simulate. The bench also measures
+   its coverage of the reference's outputs and registers; a bench whose probes of the
+   registers the simulator rejects is built again without them (no measure). A simulation
+   cut short (its limit, the sandbox's, a signal) is never a pass;
 3. **formal check**, in a second sandbox run, only where it can change the verdict (the
    simulation matched, or mode ``formal``): most wrong answers cost one fast simulation;
-4. the **verdict** (:mod:`cvdp_gym.harness.equivalence.verdict`).
+4. the **verdict** (:mod:`cvdp_gym.harness.equivalence.verdict`): a pass needs a stage that
+   decided (a covering simulation, a proof, a bound of ``min_depth``), else ``undecided``.
 
 Deterministic for the same answer and settings: the stimulus is seeded from the problem id
 and the settings; only the names of files and the secret are drawn per run. A fault of this
@@ -74,9 +80,11 @@ from cvdp_gym.harness.equivalence.testbench import (
     value_literal,
 )
 from cvdp_gym.harness.equivalence.verdict import judge, stopped
+from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
+    REACH_IN,
     RESOURCE_LIMIT,
     TIMEOUT,
     UNSUPPORTED,
@@ -144,6 +152,10 @@ class ReferenceFlow:
         if isinstance(reference, str):
             return stopped(problem, UNSUPPORTED, reference, mode=settings.mode)
         run = _Run(problem, settings, sandbox, limits, keep_dir, target, files.get(target, ""), reference, RunNames())
+        found = scan({target: run.answer})  # the names above are random; this names the attempt
+        if found.findings:
+            why = "\n".join(str(f) for f in found.findings)
+            return stopped(problem, REACH_IN, found.reason, mode=settings.mode, log_tail=why)
         mismatch = _interface_mismatch(reference, run.answer, top, target)
         if mismatch is not None:
             return _interface_failure(run, *mismatch)
@@ -156,8 +168,12 @@ class ReferenceFlow:
         else:
             stimulus = make_stimulus(reference, settings.cycles, stimulus_seed(problem.id, settings))
         extra = {"settings": settings.as_dict(), "interface": _interface_summary(reference)}
-        secret = new_secret()
-        built, simulation, sim_timed_out, tail = _simulate(run, renamed, stimulus, secret)
+        probes = settings.mode != CODEV_R1  # the recipe's verdict needs no coverage: no probes over its 100,000 steps
+        built, simulation, sim_cut, tail = _simulate(run, renamed, stimulus, new_secret(), probes=probes)
+        if isinstance(built, HarnessResult) and built.failure_class == INTERFACE_ERROR and probes and reference.state:
+            # The bench's failure, not the answer's ports: a simulator that cannot reach the
+            # reference's registers by name. Again without the probes (no coverage measure).
+            built, simulation, sim_cut, tail = _simulate(run, renamed, stimulus, new_secret(), probes=False)
         if isinstance(built, HarnessResult):
             built.official.update(extra)
             built.wall_s = built.services[0].wall_s = time.monotonic() - start
@@ -168,7 +184,7 @@ class ReferenceFlow:
         elif settings.proves:
             formal = _prove(run, renamed)
         return judge(
-            problem, settings, simulation, formal, sim_timed_out=sim_timed_out,
+            problem, settings, simulation, formal, sim_cut=sim_cut,
             wall_s=time.monotonic() - start, log_tail=tail, extra=extra,
         )
 
@@ -216,7 +232,9 @@ def _interface_failure(run: _Run, why: str, parse_errors: bool) -> HarnessResult
     mode = run.settings.mode
     if parse_errors:
         answer = shlex.quote(run.target)
-        script = f"iverilog -g2012 -o /dev/null {run.names.prelude_file(1)} {answer} > {COMPILE_LOG} 2>&1\n"
+        # Into the run's folder: Icarus makes its output executable, and ``-o /dev/null`` once
+        # changed the host's /dev/null to 0755 (sandbox/devices.py).
+        script = f"iverilog -g2012 -o compile_check.vvp {run.names.prelude_file(1)} {answer} > {COMPILE_LOG} 2>&1\n"
         work = {**prelude_files(run.names), run.target: run.answer}
         compiled = run_script(
             run.sandbox, run.problem.toolchain, script, work, (COMPILE_LOG,), limits=run.limits, keep_dir=run.keep_dir,
@@ -228,15 +246,16 @@ def _interface_failure(run: _Run, why: str, parse_errors: bool) -> HarnessResult
 
 
 def _simulate(
-    run: _Run, renamed: str, stimulus: Stimulus, secret: str,
-) -> tuple[HarnessResult | None, SimulationResult | None, bool, str]:
+    run: _Run, renamed: str, stimulus: Stimulus, secret: str, *, probes: bool = True,
+) -> tuple[HarnessResult | None, SimulationResult | None, tuple[str, str] | None, str]:
     """Build (and, unless mode ``formal``, run) the differential simulation: (a failure that
-    ends the grading or None, the simulation's result, whether it timed out, its output)."""
+    ends the grading or None, the simulation's result, how it was cut short (None when it ran
+    to its end: ``_cut_short``), its output). ``probes``: measure the reference's coverage."""
     names, settings = run.names, run.settings
     work = {**prelude_files(names), run.target: run.answer, names.ref_file: renamed}
     # CodeV-R1's recipe compares with === (an X anywhere is a mismatch) within its 30 s.
     strict = settings.x == "strict" or settings.mode == CODEV_R1
-    work.update(bench_files(run.reference, stimulus, names, secret, strict_x=strict))
+    work.update(bench_files(run.reference, stimulus, names, secret, strict_x=strict, probes=probes))
     simulator = settings.simulator if settings.simulates else "icarus"
     answer = shlex.quote(run.target)
     limit = int(CODEV_LIMIT_S) if settings.mode == CODEV_R1 else None
@@ -250,17 +269,32 @@ def _simulate(
         failure, reason, tail = _compile_failure(done.logs[COMPILE_LOG], names, run.target)
         if done.outcome.timed_out:
             failure, reason = TIMEOUT, "the build did not finish within the sandbox's limit"
-        return stopped(run.problem, failure, reason, mode=settings.mode, log_tail=tail), None, False, ""
+        return stopped(run.problem, failure, reason, mode=settings.mode, log_tail=tail), None, None, ""
     if done.outcome.out_of_memory:
         killed = stopped(run.problem, RESOURCE_LIMIT, "killed for exceeding the memory limit", mode=settings.mode)
-        return killed, None, False, ""
+        return killed, None, None, ""
     if not settings.simulates:
-        return None, None, False, ""
-    simulation = read_results(read_log(done.logs[SIM_LOG], secret).trusted, run.reference)
+        return None, None, None, ""
+    simulation = read_results(read_log(done.logs[SIM_LOG], secret).trusted, run.reference, probes=probes)
     if simulation.first is not None:
         _add_inputs(simulation.first, stimulus, run.reference)
-    timed_out = done.logs[status].strip() == "124" or done.outcome.timed_out
-    return None, simulation, timed_out, done.logs[SIM_LOG].replace(secret, "")[-4000:]
+    cut = _cut_short(done.logs[status], done.outcome.timed_out)
+    return None, simulation, cut, done.logs[SIM_LOG].replace(secret, "")[-4000:]
+
+
+def _cut_short(status: str, sandbox_timed_out: bool) -> tuple[str, str] | None:
+    """The failure class and reason of a simulation that did not end on its own (None when it
+    did): its time limit or the sandbox's (``timeout``), a signal such as the file-size
+    limit's (``resource_limit``). A run cut short is never a pass, whatever the test bench
+    printed before the cut."""
+    code = status.strip()
+    if sandbox_timed_out:
+        return TIMEOUT, "killed after the sandbox's wall-time limit"
+    if code == "124":
+        return TIMEOUT, "the simulation did not finish within its time limit"
+    if code.isdigit() and int(code) > 128:
+        return RESOURCE_LIMIT, f"the simulation was killed by signal {int(code) - 128}"
+    return None
 
 
 def _prove(run: _Run, renamed: str) -> FormalResult:

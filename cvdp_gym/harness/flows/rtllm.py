@@ -18,16 +18,29 @@ root's Icarus 13: its 47 of 50 v2.0 references pass where Icarus 12's 46 do (12 
 printed). ``official`` holds both over the whole output, which the answer can print into;
 the verdict applies the problem's rule (``Problem.extra["rule"]``, ``auto_run`` by default)
 to the test bench's own lines, and needs the simulation to end within the rule's limit.
+The run renames the test bench's modules, scopes and file, and a design that names them (or
+opens its data files) is ``reach_in`` (``testbench.isolated_run``). RTLLM's test benches
+compare with ``!=`` in an ``if``, which takes an X output as equal: beside each renamed run an
+X guard (:mod:`cvdp_gym.harness.xguard`) fails an output that never has a known bit while the
+inputs are known, where the reference drives it under the same test bench (the reference's
+run, once per problem in a process); its lines never reach either reading.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness import xguard
+from cvdp_gym.harness.isolation import Isolated, isolate
+from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
+    RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
     HarnessResult,
@@ -37,6 +50,7 @@ from cvdp_gym.harness.results import (
 from cvdp_gym.harness.testbench import (
     fed_through_a_pipe,
     instrument,
+    isolated_run,
     new_secret,
     read_log,
     run_script,
@@ -49,6 +63,7 @@ TIMESCALE_FILE = "cvdp_timescale.v"
 TIMESCALE = "`timescale 1ns/1ns\n"
 COMPILE = "iverilog -g2012 -o simv"
 RULE_AUTO_RUN, RULE_OPEN = "auto_run", "open"
+TESTBENCH = "testbench.v"
 
 
 def auto_run_pass(output: str, seconds: float | None) -> bool:
@@ -62,10 +77,10 @@ def open_pass(output: str) -> bool:
     return "Passed" in output and "ERROR" not in output
 
 
-def _script(design: str) -> str:
+def _script(design: str, testbench: str, guard: str = "") -> str:
     return (
-        f"{COMPILE} {TIMESCALE_FILE} {design} testbench.v > compile.log 2>&1\n"
-        "rm -f testbench.v\n"
+        f"{COMPILE} {TIMESCALE_FILE} {design} {testbench}{' ' + guard if guard else ''} > compile.log 2>&1\n"
+        f"rm -f {testbench}\n"
         "if [ -f simv ]; then\n"
         "start=$(date +%s.%N)\n"
         + fed_through_a_pipe("simv", f"timeout {OPEN_LIMIT_S:.0f} vvp -n /dev/stdin > output.txt 2> stderr.txt")
@@ -84,19 +99,65 @@ class RtllmFlow:
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
     ) -> HarnessResult:
         target = problem.targets[0]
+        answer = files.get(target, "")
+        sources = {TESTBENCH: problem.harness.get(TESTBENCH, "")}
+
+        def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
+            driven = self._driven(sandbox, problem, target, limits) if isolated is not None else frozenset()
+            return self._run(sandbox, problem, target, answer, isolated, limits=limits, keep_dir=keep, driven=driven)[0]
+
+        return isolated_run(scan({target: answer}, protected=problem.harness), sources, once, keep_dir)
+
+    def _driven(self, sandbox: Sandbox, problem: Problem, target: str, limits: Limits) -> frozenset[str] | None:
+        """The outputs the reference drives under this test bench (known while the inputs are):
+        the ones an answer may not leave X (``xguard.py``). Run once per problem and test bench
+        in a process; None without a reference (then every output counts)."""
+        reference = (problem.reference or {}).get(target)
+        if not reference:
+            return None
+        key = hashlib.sha256(f"{problem.id}\0{problem.harness.get(TESTBENCH, '')}\0{reference}".encode()).hexdigest()
+        if key not in _DRIVEN:
+            isolated = isolate({TESTBENCH: problem.harness.get(TESTBENCH, "")})
+            result, never_known, outputs = self._run(
+                sandbox, problem, target, reference, isolated, limits=limits, keep_dir=None, driven=frozenset(),
+            )
+            if result.failure_class in (TIMEOUT, RESOURCE_LIMIT):  # says nothing: not kept
+                return None
+            _DRIVEN[key] = frozenset(outputs) - frozenset(never_known)
+        return _DRIVEN[key]
+
+    def _run(
+        self, sandbox: Sandbox, problem: Problem, target: str, answer: str, isolated: Isolated | None, *,
+        limits: Limits, keep_dir: Path | None, driven: frozenset[str] | None,
+    ) -> tuple[HarnessResult, list[str], tuple[str, ...]]:
+        """One run, as the makefile runs it: with the run's names (``isolated``), or untouched;
+        also the outputs the X guard found never known, and those it watched. ``driven``: the
+        outputs the answer may not leave X (None: all)."""
         secret = new_secret()
-        work = {name: text for name, text in problem.harness.items() if name != "testbench.v"}
-        work.update({
-            TIMESCALE_FILE: TIMESCALE,
-            target: files.get(target, ""),
-            "testbench.v": instrument(problem.harness.get("testbench.v", ""), secret),
-        })
+        testbench, text, restore = TESTBENCH, problem.harness.get(TESTBENCH, ""), str
+        if isolated is not None:
+            testbench, restore = isolated.file(TESTBENCH), isolated.restore
+            text = isolated.files[testbench]
+        work = {name: data for name, data in problem.harness.items() if name != TESTBENCH}
+        work.update({TIMESCALE_FILE: TIMESCALE, target: answer, testbench: instrument(text, secret)})
+        guard = _guard(problem, target, answer, isolated)
+        if guard is not None:
+            work[guard.file] = guard.text
+        logs = ("compile.log", "output.txt", "stderr.txt", "status.txt")
         run = run_script(
-            sandbox, problem.toolchain, _script(target), work, ("compile.log", "output.txt", "stderr.txt", "status.txt"),
+            sandbox, problem.toolchain, _script(target, testbench, guard.file if guard else ""), work, logs,
             limits=limits, keep_dir=keep_dir,
         )
+        if guard is not None and guard.file in run.logs["compile.log"]:  # the guard itself did not build here
+            del work[guard.file]
+            guard = None
+            run = run_script(sandbox, problem.toolchain, _script(target, testbench), work, logs, limits=limits, keep_dir=keep_dir)
+        run.logs.update({name: restore(log) for name, log in run.logs.items()})
         compiled = "status.txt" in run.left
         seconds = _seconds(run.logs["status.txt"]) if compiled else None
+        never_known: list[str] = []
+        if guard is not None:
+            run.logs["output.txt"], never_known = xguard.split(run.logs["output.txt"], guard.marker)
         output = read_log(run.logs["output.txt"], secret)
         trusted = "\n".join(output.trusted)
         rule = str(problem.extra.get("rule") or RULE_AUTO_RUN)
@@ -118,6 +179,16 @@ class RtllmFlow:
             failure, reason = None, "the test bench reported a pass"
         else:
             failure, reason = TEST_FAILURE, _summary(output.trusted) or "the test bench reported no pass"
+        left_x = [name for name in never_known if driven is None or name in driven]
+        if passed and left_x:
+            passed, failure = False, TEST_FAILURE
+            reason = (
+                f"output {', '.join(left_x[:4])} never had a known bit (all X or Z) while the inputs were known, "
+                "where the reference drives it; the test bench's comparisons cannot see an X"
+            )
+        signal = _signal(run.logs["status.txt"])
+        if signal:  # cut short, never a pass: whatever the test bench printed before the cut
+            failure, reason, passed = RESOURCE_LIMIT, f"the simulation was killed by signal {signal}", False
         if run.outcome.timed_out:
             failure, reason, passed = TIMEOUT, "killed after the sandbox's wall-time limit", False
         log = run.logs["compile.log"] + output.official + run.logs["stderr.txt"]
@@ -125,10 +196,42 @@ class RtllmFlow:
             name=self.name, passed=passed, failure_class=failure, reason=reason, returncode=run.outcome.returncode,
             tests=TestCounts(1, int(passed), int(not passed)), wall_s=run.outcome.wall_s, log_tail=log[-4000:],
         )
-        return HarnessResult(
+        result = HarnessResult(
             problem_id=problem.id, passed=passed, failure_class=failure, reason=reason, services=[service],
             wall_s=run.outcome.wall_s, official=official, defect=problem.defect,
         )
+        return result, never_known, tuple(name for name, _ in guard.outputs) if guard is not None else ()
+
+
+#: The outputs each problem's reference drives (``RtllmFlow._driven``), by problem and texts.
+_DRIVEN: dict[str, frozenset[str]] = {}
+
+
+@dataclass(frozen=True)
+class _RunGuard:
+    """The X guard of one isolated run (``xguard.py``): its file, text and line marker, and
+    the outputs it watches."""
+
+    file: str
+    text: str
+    marker: str
+    outputs: tuple[tuple[str, int], ...]
+
+
+def _guard(problem: Problem, target: str, answer: str, isolated: Isolated | None) -> _RunGuard | None:
+    """The X guard for an isolated run (None untouched, or where it cannot be placed)."""
+    if isolated is None:
+        return None
+    top = str(problem.extra.get("module") or Path(target).stem)
+    found = xguard.plan(problem.harness.get(TESTBENCH, ""), answer, top)
+    if found is None:
+        return None
+    tag = secrets.token_hex(8)
+    scope = isolated.module(found.scope)
+    renamed = isolated.module_prefix + found.instance
+    instance = renamed if renamed in isolated.files[isolated.file(TESTBENCH)] else found.instance
+    marker = f"@@cvdp-xguard-{tag}@@"
+    return _RunGuard(f"cvdp{tag}_guard.v", found.source(f"cvdp{tag}_guard", scope, instance, marker), marker, found.outputs)
 
 
 def _seconds(status: str) -> float | None:
@@ -139,6 +242,13 @@ def _seconds(status: str) -> float | None:
     except (IndexError, ValueError):
         return None
     return None if code == 124 else max(0.0, end - start)
+
+
+def _signal(status: str) -> int:
+    """The signal that ended the simulation, from ``status.txt`` (0: it exited on its own or
+    hit its own time limit)."""
+    code = status.split()[0] if status.split() else ""
+    return int(code) - 128 if code.isdigit() and int(code) > 128 else 0
 
 
 def _first_error(log: str) -> str:

@@ -14,7 +14,9 @@ scan ``p`` an unbound wire/reg, ``C`` any other line with "error", ``.`` (pass) 
 reset``...) or ``R``. ``official`` holds that class over the whole log; the verdict is the
 same rule over the test bench's own lines (:mod:`cvdp_gym.harness.testbench`), where
 mismatch counts come only from the test bench. Partial credit: ``tests`` counts the
-samples that matched (``1 − mismatches / samples`` of them).
+samples that matched (``1 − mismatches / samples`` of them). The run renames the test
+bench's and reference's modules, scopes and files (``-s`` the renamed ``tb``), and an answer
+that names them is ``reach_in`` (``testbench.isolated_run``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.isolation import Isolated
+from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     RESOURCE_LIMIT,
@@ -37,6 +41,7 @@ from cvdp_gym.harness.results import (
 from cvdp_gym.harness.testbench import (
     fed_through_a_pipe,
     instrument,
+    isolated_run,
     new_secret,
     read_log,
     run_script,
@@ -46,7 +51,9 @@ from cvdp_gym.sandbox.base import Limits, Sandbox
 INTERFACE_ERROR = "interface_error"
 #: The simulation's own time limit (``timeout 30 ./X``).
 SIM_TIMEOUT_S = 30
-COMPILE = "iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb"
+COMPILE = "iverilog -Wall -Winfloop -Wno-timescale -g2012"
+#: The test bench's root module (``-s tb``).
+ROOT = "tb"
 #: ``sv-iv-analyze``'s classes and what each means.
 LABELS = {
     "S": "syntax error",
@@ -152,15 +159,15 @@ def _count(line: str, found: Analysis) -> bool:
     return False
 
 
-def _script(answer: str, test: str, ref: str, exe: str) -> str:
+def _script(answer: str, test: str, ref: str, exe: str, root: str) -> str:
     """The flow's commands; the test bench's copy (it holds the secret) and the compiled
     simulation are gone before the answer runs."""
     return (
-        f"{COMPILE} -o {exe} {answer} {test} {ref} > compile.log 2>&1\n"
+        f"{COMPILE} -s {root} -o {exe} {answer} {test} {ref} > compile.log 2>&1\n"
         f"rm -f {test} {ref}\n"
         f"if [ -f {exe} ]; then\n"
         + fed_through_a_pipe(exe, f"timeout {SIM_TIMEOUT_S} vvp /dev/stdin > sim.log 2>&1")
-        + "if [ $status = 124 ]; then echo TIMEOUT > timeout.flag; fi\n"
+        + "if [ $status = 124 ]; then echo TIMEOUT > timeout.flag; elif [ $status -gt 128 ]; then echo $status > killed.flag; fi\n"
         "else\n"
         f"  echo \"timeout: failed to run command './{exe}': No such file or directory\" > sim.log\n"
         "fi\n"
@@ -180,33 +187,59 @@ class VerilogEvalV2Flow:
         target = problem.targets[0]
         answer = files.get(target, "")
         test, ref = f"{name}_test.sv", f"{name}_ref.sv"
+        sources = {test: problem.harness.get(test, ""), ref: problem.harness.get(ref, "")}
+
+        def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
+            return self._run(sandbox, problem, target, answer, sources, isolated, limits=limits, keep_dir=keep)
+
+        return isolated_run(scan({target: answer}, protected=sources), sources, once, keep_dir)
+
+    def _run(
+        self, sandbox: Sandbox, problem: Problem, target: str, answer: str, sources: Mapping[str, str],
+        isolated: Isolated | None, *, limits: Limits, keep_dir: Path | None,
+    ) -> HarnessResult:
+        """One run, as the Makefile runs it: with the run's names (``isolated``), or untouched."""
+        (test, test_text), (ref, ref_text) = sources.items()
+        root, restore = ROOT, str
+        if isolated is not None:
+            (test, test_text), (ref, ref_text) = isolated.files.items()
+            root, restore = isolated.module(ROOT), isolated.restore
         secret = new_secret()
-        exe = f"{name}_sample01"
-        work = {target: answer, test: instrument(problem.harness.get(test, ""), secret), ref: problem.harness.get(ref, "")}
+        exe = f"{problem.extra.get('name') or problem.id}_sample01"
+        work = {target: answer, test: instrument(test_text, secret), ref: ref_text}
         run = run_script(
-            sandbox, problem.toolchain, _script(target, test, ref, exe), work, self.logs, limits=limits, keep_dir=keep_dir,
+            sandbox, problem.toolchain, _script(target, test, ref, exe, root), work, self.logs, limits=limits,
+            keep_dir=keep_dir,
         )
-        compile_log = run.logs["compile.log"]
-        sim = read_log(run.logs["sim.log"], secret)
+        compile_log = restore(run.logs["compile.log"])
+        sim = read_log(restore(run.logs["sim.log"]), secret)
         # A run the sandbox cut short never reached the flow's own `timeout 30`, which would have
         # ended it the same way (TIMEOUT).
         timed_out = "timeout.flag" in run.left or run.outcome.timed_out
         official_log = compile_log + sim.official + ("TIMEOUT\n" if timed_out else "")
         official = analyze(official_log.splitlines(), answer)
         trusted = analyze(official_log.splitlines(), answer, counts_from=sim.trusted)
-        return result(self.name, problem, run.outcome, trusted, official, official_log, compile_log)
+        killed = "killed.flag" in run.left  # by a signal (a file-size limit): it did not end on its own
+        return result(self.name, problem, run.outcome, trusted, official, official_log, compile_log, killed=killed)
 
 
 def result(
     flow: str, problem: Problem, outcome: object, trusted: Analysis, official: Analysis, log: str, compile_log: str,
+    *, killed: bool = False,
 ) -> HarnessResult:
-    """The ``HarnessResult`` of a VerilogEval run: the verdict from the trusted reading."""
+    """The ``HarnessResult`` of a VerilogEval run: the verdict from the trusted reading. A run
+    cut short (the sandbox's limits, or ``killed``: the simulation ended by a signal) is never
+    a pass, whatever the test bench printed before the cut."""
     wall_s = float(getattr(outcome, "wall_s", 0.0))
-    if getattr(outcome, "timed_out", False) or getattr(outcome, "out_of_memory", False):
-        why = "the sandbox's wall-time limit" if getattr(outcome, "timed_out", False) else "the memory limit"
+    if getattr(outcome, "timed_out", False) or getattr(outcome, "out_of_memory", False) or killed:
+        why = (
+            "the sandbox's wall-time limit" if getattr(outcome, "timed_out", False)
+            else "the memory limit" if getattr(outcome, "out_of_memory", False)
+            else "a signal (a file-size or memory limit)"
+        )
         trusted = Analysis("T" if getattr(outcome, "timed_out", False) else "R", line=f"killed by {why}")
     failure = None if trusted.passed else FAILURE_CLASSES.get(trusted.cls, TEST_FAILURE)
-    if getattr(outcome, "out_of_memory", False):
+    if (getattr(outcome, "out_of_memory", False) or killed) and not getattr(outcome, "timed_out", False):
         failure = RESOURCE_LIMIT
     if trusted.cls == "C" and _PORT_ERROR.search(trusted.line):
         failure = INTERFACE_ERROR
@@ -236,5 +269,5 @@ def _reason(analysis: Analysis, log: str) -> str:
         detail = f"{analysis.mismatches} of {analysis.samples} samples mismatched"
         return f"{label}: {detail}" + (f"; {hints[0]}" if hints else "")
     if analysis.cls in ("r", "R"):
-        return f"{label}: the test bench reported no result"
+        return f"{label}: {analysis.line.strip() or 'the test bench reported no result'}"
     return f"{label}" + (f": {analysis.line.strip()[:300]}" if analysis.line.strip() else "")

@@ -11,16 +11,21 @@ error.``: a warning too), else the first ``Mismatches: N in M samples`` of stand
 passes when N is 0 (``passed``; ``failed: N out of M samples.``), and no such line fails
 (``failed: info string not matched.``); past 30 s it is ``timed out``. ``official`` holds
 that result over the whole output; the verdict takes the mismatch line only from the test
-bench's own lines (:mod:`cvdp_gym.harness.testbench`).
+bench's own lines (:mod:`cvdp_gym.harness.testbench`). The run renames the test bench's
+modules, scopes and file (``-s`` the renamed ``tb``), and a header and completion that name
+them are ``reach_in``, lines counted in the completion (``testbench.isolated_run``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.isolation import Isolated
+from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     TEST_FAILURE,
@@ -32,6 +37,7 @@ from cvdp_gym.harness.results import (
 from cvdp_gym.harness.testbench import (
     fed_through_a_pipe,
     instrument,
+    isolated_run,
     new_secret,
     read_log,
     run_script,
@@ -40,7 +46,9 @@ from cvdp_gym.sandbox.base import Limits, Sandbox
 
 #: ``execution.py``'s default time limit for one check.
 TIMEOUT_S = 30.0
-COMPILE = "iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb -o test.vvp"
+COMPILE = "iverilog -Wall -Winfloop -Wno-timescale -g2012"
+#: The test bench's root module (``-s tb``).
+ROOT = "tb"
 _MISMATCHES = re.compile(r"Mismatches: ([0-9]*) in ([0-9]*) samples")
 PASSED = "passed"
 
@@ -62,12 +70,13 @@ def judge(out: str, err: str, *, timed_out: bool = False) -> tuple[str, int, int
     return "failed: info string not matched.", 0, None
 
 
-def _script(source: str) -> str:
+def _script(source: str, root: str) -> str:
     return (
-        f"{COMPILE} {source} > out.txt 2> err.txt\n"
+        f"{COMPILE} -s {root} -o test.vvp {source} > out.txt 2> err.txt\n"
         f"rm -f {source}\n"
         "if [ -f test.vvp ]; then\n"
         + fed_through_a_pipe("test.vvp", "vvp -n /dev/stdin >> out.txt 2>> err.txt")
+        + "if [ $status -gt 128 ]; then echo $status > killed.flag; fi\n"
         + "else\n"
         "  echo 'test.vvp: Unable to open input file.' >> err.txt\n"
         "fi\n"
@@ -84,17 +93,34 @@ class VerilogEvalV1Flow:
     ) -> HarnessResult:
         task_id = str(problem.extra.get("name") or problem.id)
         completion = files.get(problem.targets[0], "")
-        test = next((t for p, t in problem.harness.items() if p.endswith("_test.sv")), "")
+        test_name, test = next(((p, t) for p, t in problem.harness.items() if p.endswith("_test.sv")), ("test.sv", ""))
         prompt = next((t for p, t in problem.harness.items() if p.endswith("_prompt.sv")), "")
+        # The answer is the prompt's module header and the completion; lines counted in the completion.
+        found = scan({problem.targets[0]: prompt + "\n" + completion}, protected=[*problem.harness, f"{task_id}.sv"])
+        found.findings = [replace(f, line=max(1, f.line - prompt.count("\n") - 1)) for f in found.findings]
+
+        def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
+            renamed = isolated.files[isolated.file(test_name)] if isolated is not None else test
+            return self._run(sandbox, problem, task_id, renamed, prompt + "\n" + completion, isolated, limits, keep)
+
+        return isolated_run(found, {test_name: test}, once, keep_dir)
+
+    def _run(
+        self, sandbox: Sandbox, problem: Problem, task_id: str, test: str, answer: str, isolated: Isolated | None,
+        limits: Limits, keep_dir: Path | None,
+    ) -> HarnessResult:
+        """One check, as ``check_correctness`` runs it (the test bench, then the header and the
+        completion, in one file): with the run's names (``isolated``), or untouched."""
         secret = new_secret()
-        source = f"{task_id}.sv"
-        text = instrument(test, secret) + "\n" + prompt + "\n" + completion
+        source = f"{task_id}.sv" if isolated is None else isolated.file(f"{task_id}.sv")
+        root, restore = (ROOT, str) if isolated is None else (isolated.module(ROOT), isolated.restore)
         run = run_script(
-            sandbox, problem.toolchain, _script(source), {source: text}, ("out.txt", "err.txt"),
+            sandbox, problem.toolchain, _script(source, root), {source: instrument(test, secret) + "\n" + answer},
+            ("out.txt", "err.txt"),
             limits=Limits(**{**limits.__dict__, "wall_s": min(limits.wall_s, TIMEOUT_S)}), keep_dir=keep_dir,
         )
-        out = read_log(run.logs["out.txt"], secret)
-        err = run.logs["err.txt"].replace(secret, "")
+        out = read_log(restore(run.logs["out.txt"]), secret)
+        err = restore(run.logs["err.txt"]).replace(secret, "")
         timed_out = run.outcome.timed_out
         official, _, _ = judge(out.official, err, timed_out=timed_out)
         verdict, wrong, total = judge("\n".join(out.trusted), err, timed_out=timed_out)
@@ -102,8 +128,12 @@ class VerilogEvalV1Flow:
         failure = None if passed else (
             TIMEOUT if timed_out else BUILD_ERROR if verdict.startswith(("failed: syntax", "failed: compile")) else TEST_FAILURE
         )
-        if run.outcome.out_of_memory:
-            failure, verdict = "resource_limit", "failed: killed for exceeding the memory limit"
+        if run.outcome.out_of_memory or ("killed.flag" in run.left and not timed_out):
+            # Cut short, never a pass: whatever the test bench printed before the cut.
+            passed, failure = False, "resource_limit"
+            verdict = "failed: killed for exceeding the memory limit" if run.outcome.out_of_memory else (
+                "failed: the simulation was killed by a signal (a file-size or memory limit)"
+            )
         tests = TestCounts(total, total - wrong, wrong) if total else TestCounts(1, int(passed), int(not passed))
         log = (err + out.official)[-4000:]
         service = ServiceResult(

@@ -103,7 +103,7 @@ COMMANDS = _leaf_commands(typer.main.get_command(app))
 
 def test_the_app_has_every_command_group():
     assert {" ".join(words) for words in COMMANDS} == {
-        "", "doctor", "check", "eval", "compare", "rescore", "export-bundled", "coverage", "parity", "debug", "report", "serve",
+        "", "doctor", "check", "audit", "eval", "compare", "rescore", "export-bundled", "coverage", "parity", "debug", "report", "serve",
         "toolchain", "toolchain install", "toolchain pack", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
         "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path", "decontaminate",
@@ -135,7 +135,7 @@ def test_help_lists_every_option(words):
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
              ("decontaminate", "--out"), ("rescore", "--reward"), ("rescore", "--out"),
              ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force"),
-             ("export harbor", "--reward"), ("export verl", "--agentic")}
+             ("export harbor", "--reward"), ("export verl", "--agentic"), ("audit", "--out"), ("audit", "--seed")}
 
 
 def test_an_option_several_commands_take_says_the_same_everywhere():

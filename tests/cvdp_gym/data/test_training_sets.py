@@ -252,7 +252,7 @@ def test_cvdp_and_verilog_eval_files_are_recognised_as_before(tmp_path):
 
 def test_equivalence_options_are_typed_and_stored():
     expected = {
-        "mode": "formal", "cycles": 300, "depth": 12, "x": "strict", "simulator": "verilator",
+        "mode": "formal", "cycles": 300, "depth": 12, "min_depth": 12, "x": "strict", "simulator": "verilator",
         "formal_timeout": 2.5, "seed": 0,
     }
     query = "&".join(f"{key}={value}" for key, value in expected.items())
@@ -269,6 +269,7 @@ def test_equivalence_options_are_typed_and_stored():
         ("formal_timeout=nan", "formal_timeout"), ("formal_timeout=7200", "formal_timeout"),
         ("cycles=99999999", "cycles"),
         ("seed=-2", "seed"), ("colour=red", "colour"), ("agentic=maybe", "agentic"),
+        ("depth=12", "min_depth=20 is deeper than depth=12"), ("min_depth=0", "min_depth"),
     ],
 )
 def test_a_bad_option_is_a_one_line_error(option, word):

@@ -229,8 +229,9 @@ def test_report_json_markdown_terminal_and_html_show_the_sections(tmp_path):
 @pytest.mark.sandbox
 def test_eval_cli_writes_the_verilog_eval_v2_section(toolchain, tmp_path):
     """The real CLI on a made-up VerilogEval v2 copy: reference answers pass, an answer naming the
-    wrong module fails, and an answer that drives nothing but prints the pass line itself passes
-    only by sv-iv-analyze's rule over the whole log (a forged pass)."""
+    wrong module fails, an answer that drives nothing but prints the pass line itself passes
+    only by sv-iv-analyze's rule over the whole log (a forged pass), and so does one that only
+    instantiates the reference (a reach outside its design)."""
     from cvdp_gym.data import load_dataset
     from cvdp_gym.envs.prompts import answer_text
 
@@ -240,11 +241,14 @@ def test_eval_cli_writes_the_verilog_eval_v2_section(toolchain, tmp_path):
     first, second = load_dataset(str(copy)).problems[:2]
     target, reference = first.targets[0], first.reference[first.targets[0]]
     header = reference[: reference.index(");") + 2]  # the module's header: its outputs are left undriven
+    second_reference = second.reference[second.targets[0]]
+    second_header = second_reference[: second_reference.index(");") + 2]
     answers = {
         (first.id, 0): answer_text(first, first.reference),
         (first.id, 1): answer_text(first, {target: reference.replace("TopModule", "WrongName")}),
         (first.id, 2): answer_text(first, {target: header + '\ninitial $display("Mismatches: 0 in 1 samples");\nendmodule\n'}),
         (second.id, 0): answer_text(second, second.reference),
+        (second.id, 1): answer_text(second, {second.targets[0]: second_header + "\n  RefModule r (.*);\nendmodule\n"}),
     }
     responses = tmp_path / "answers.jsonl"
     responses.write_text("".join(json.dumps({"id": pid, "sample": s, "response": text}) + "\n" for (pid, s), text in answers.items()))
@@ -256,13 +260,21 @@ def test_eval_cli_writes_the_verilog_eval_v2_section(toolchain, tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {(r["id"], r["sample"]): r for r in map(json.loads, (out / RESULTS).read_text().splitlines())}
-    assert [rows[key]["passed"] for key in answers] == [True, False, False, True]
+    assert [rows[key]["passed"] for key in answers] == [True, False, False, True, False]
     assert rows[(first.id, 2)]["official"]["passed"] and rows[(first.id, 1)]["official"]["class"] == "m"
+    assert rows[(second.id, 1)]["verdict"] == "reach_in" and rows[(second.id, 1)]["official"]["passed"]
     section = json.loads((out / "report.json").read_text())["benchmark_reports"]["verilog-eval-v2:spec-to-rtl"]
-    # official: first 2 of 3 -> int(66.67) = 66, second 1 of 1 -> 100; ours: first 1 of 3 -> 33.
+    # official: first 2 of 3 -> int(66.67) = 66, second 2 of 2 -> 100; ours: first 1 of 3 -> 33, second 1 of 2 -> 50.
     rate, pass1 = figure(section, "pass_rate"), figure(section, "pass@1")
-    assert (rate["official"]["value"], rate["ours"]["value"]) == (pytest.approx((66 + 100) / 2), pytest.approx((33 + 100) / 2))
-    assert (pass1["official"]["value"], pass1["ours"]["value"]) == (pytest.approx(100 * (2 / 3 + 1) / 2), pytest.approx(100 * (1 / 3 + 1) / 2))
+    assert (rate["official"]["value"], rate["ours"]["value"]) == (pytest.approx((66 + 100) / 2), pytest.approx((33 + 50) / 2))
+    assert (pass1["official"]["value"], pass1["ours"]["value"]) == (
+        pytest.approx(100 * (2 / 3 + 1) / 2), pytest.approx(100 * (1 / 3 + 1 / 2) / 2),
+    )
     assert [(f["id"], f["sample"]) for f in section["forged"]] == [(first.id, 2)]
-    assert "VerilogEval v2 spec-to-rtl: the benchmark's own report" in (out / "report.md").read_text()
+    assert [(f["id"], f["sample"]) for f in section["reach_in"]] == [(second.id, 1)]
+    assert "RefModule" in section["reach_in"][0]["reason"]
+    assert {c["class"]: c["ours"] for c in section["classes"]}["reach_in"] == 1
+    markdown = (out / "report.md").read_text()
+    assert "VerilogEval v2 spec-to-rtl: the benchmark's own report" in markdown
+    assert "passed only by the official rule (the answer reached outside its own design)" in markdown
     assert "VerilogEval v2 spec-to-rtl: the benchmark's own figures" in done.stdout

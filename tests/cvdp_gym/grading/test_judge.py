@@ -177,3 +177,14 @@ def test_grader_scores_judge_problems_with_the_official_threshold(judge_server, 
     # the judge sees the problem's prompt, its reference answer and the parsed answer text
     user = server.bodies[0]["messages"][1]["content"]
     assert problem.prompt in user and problem.reference_answer in user and "wraps around REPLY:good" in user
+
+
+def test_a_judge_that_does_not_answer_in_time_passes_nothing(judge_server):
+    """A request cut by its time limit is a ``judge_error`` with no credit, never a pass."""
+    server, base_url = judge_server
+    server.delay = 2.0
+    slow = JudgeSettings(base_url=base_url, retries=0, retry_wait_s=0.01, timeout_s=0.3)
+    with LLMJudge(slow) as judge:
+        result = Grader(judge=judge).grade_response(qa_problem("cid010"), json.dumps({"response": "REPLY:good"}))
+    assert not result.passed and result.failure_class == "judge_error" and result.credit == 0.0, result.reason
+    assert "judge request failed" in result.reason

@@ -237,7 +237,7 @@ def test_simulation_that_never_finishes_is_killed_without_orphans(runner, proces
     start = time.monotonic()
     result = runner.run(problem, {"rtl/inv.sv": forever}, limits=Limits(wall_s=4))
     assert result.failure_class == "timeout", result.reason
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < 250  # never ends by itself: the 4 s limit ended it, not the default 300 s
     time.sleep(0.2)
     assert processes_with(marker) == []
 
@@ -294,3 +294,28 @@ def test_a_working_dir_is_never_made_through_a_link(tmp_path):
     assert (code / "new" / "lint").is_dir()
     _make_working_dir("/src/rundir", mounts)
     assert not (tmp_path / "ro").exists()
+
+
+#: A harness whose one test passes at once: pytest prints "1 passed", then ``after`` runs.
+PASSING = "import atexit, subprocess, sys, time\n\ndef test_ok():\n    {during}\n\n{after}\n"
+
+
+def test_a_run_cut_short_after_its_tests_passed_is_no_pass(runner):
+    """pytest printed its pass, then the run hung at exit until the sandbox's limit killed it."""
+    hang = {"src/test_runner.py": PASSING.format(during="pass", after="atexit.register(time.sleep, 600)")}
+    result = runner.run(make_problem(extra=hang), {"rtl/inv.sv": RTL}, limits=Limits(wall_s=4))
+    assert "1 passed" in result.log_tail
+    assert not result.passed and result.failure_class == "timeout", result.reason
+
+
+def test_a_process_killed_for_memory_is_no_pass_even_when_the_harness_ignores_it(runner, tmp_path):
+    probe = runner.sandbox.run(
+        ["python3", "-c", "bytearray(1 << 30)"], scratch=tmp_path, limits=Limits(memory_mb=128, wall_s=30),
+    )
+    if not probe.out_of_memory:
+        pytest.skip("the sandbox enforces memory with rlimits here, not a cgroup that reports kills")
+    hog = "subprocess.run([sys.executable, '-c', 'bytearray(1 << 30)'])  # killed; its status ignored"
+    harness = {"src/test_runner.py": PASSING.format(during=hog, after="")}
+    result = runner.run(make_problem(extra=harness), {"rtl/inv.sv": RTL}, limits=Limits(memory_mb=256, wall_s=60))
+    assert "1 passed" in result.log_tail
+    assert not result.passed and result.failure_class == "resource_limit", result.reason

@@ -109,7 +109,9 @@ def run_test_sh_here(task: Path, files: dict[str, str], trial: Path) -> None:
     code = workspace_with(task, files, trial / "code")
     verifier = trial / "verifier"
     verifier.mkdir(parents=True)
-    layout = ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc",
+    # The temp folder bound with its device nodes working (bubblewrap's --bind makes it nodev), as
+    # a container's is: the sandbox inside makes the device nodes of its runs there.
+    layout = ["--bind", "/", "/", "--dev-bind", "/tmp", "/tmp", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc",
               "--ro-bind", str(task / "tests"), "/tests", "--bind", str(verifier), "/logs/verifier", "--bind", str(code), "/code"]
     # Bubblewrap here: the container sandbox would link its mounts into this machine's root.
     env = {**os.environ, "CVDP_GYM_PYTHON": sys.executable, "CVDP_GYM_SANDBOX": "bubblewrap"}

@@ -4,8 +4,17 @@ The suite runs as root, but the podman backend is tested rootless: ``RootlessPod
 creates a user (``useradd``; its subordinate ids come with it), starts that user's service
 with ``scripts/podman.sh`` on a socket the root test process can reach, and at the end
 kills that user's processes by pid and deletes the user with its home (storage included).
-Nothing else on the machine is touched, except ``/dev/null`` made world-writable (its
-standard mode) where a container set-up left it 0755, for conmon.
+Nothing else on the machine is touched. The user's comment field and its folder's ``owner``
+file name the test process that made them, so a suite killed halfway leaves nothing a later
+one does not remove (``tests/leftovers.py``).
+
+The service sees this machine's cgroup layout (on a hybrid host ``scripts/podman.sh`` picks
+runc, since crun refuses it). ``start_service(layout)`` starts another service of the same
+user, on the same image storage (nothing imported again), under another layout: ``v1`` in a
+mount namespace of its own without the v2 hierarchy (``/sys/fs/cgroup/unified`` unmounted
+there), ``v2`` in one whose ``/sys/fs/cgroup`` is the v2 hierarchy alone; so the layouts a
+hybrid host lacks are covered too, each with the runtime ``podman.sh`` picks for it. Each
+service has a runtime folder of its own (rootless Podman keeps its namespaces' holder there).
 
 ``HandedOver`` is the sandbox the root test process then uses: before each run it hands the
 run's writable mount sources to that user (``chown``) and makes their folders under the
@@ -20,7 +29,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import signal
 import stat
 import subprocess
 import tempfile
@@ -31,11 +39,19 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.sandbox.base import Mount
+from cvdp_gym.sandbox.owner import owner_token
+from tests.leftovers import USER_COMMENT, mark_owner, remove_user
 from tests.support import REPO
 
 PODMAN_SH = REPO / "scripts" / "podman.sh"
 #: The tmpfs that holds the user's images: the stand-in is about 900 MB.
 STORAGE_SIZE = "3g"
+#: Shell lines (run as root in the service's new mount namespace) that make each layout.
+LAYOUTS = {
+    "host": "",
+    "v1": "umount /sys/fs/cgroup/unified\n",
+    "v2": "umount --recursive --lazy /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup\n",
+}
 
 
 def podman_missing() -> str | None:
@@ -55,24 +71,23 @@ class RootlessPodman:
         self.toolchain_root = Path(toolchain_root).resolve() if toolchain_root else None
         self.user = f"cvdp-pod-{uuid.uuid4().hex[:8]}"
         self.base = Path(tempfile.mkdtemp(prefix="cvdp-gym-podman-")).resolve()
+        mark_owner(self.base)
         self.view: Path | None = None
         self.storage: Path | None = None
         self.uid = self.gid = -1
         self.url = ""
 
     def start(self) -> RootlessPodman:
-        if not os.stat("/dev/null").st_mode & stat.S_IWOTH:
-            os.chmod("/dev/null", 0o666)
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", self.user], check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--create-home", "--shell", "/bin/sh", "--comment", USER_COMMENT + owner_token(), self.user],
+            check=True, capture_output=True,
+        )
         entry = pwd.getpwnam(self.user)
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
         for path in ("/etc/subuid", "/etc/subgid"):
             if not any(line.startswith(f"{self.user}:") for line in Path(path).read_text().splitlines()):
                 raise RuntimeError(f"useradd gave {self.user} no subordinate ids in {path}")
         self.base.chmod(0o755)
-        runtime = self.base / "run"
-        runtime.mkdir(mode=0o700)
-        os.chown(runtime, self.uid, self.gid)
         if self.toolchain_root is not None:
             # Before the service starts: its mount namespace is a copy of ours at that moment.
             self.view = self.base / "root"
@@ -89,20 +104,41 @@ class RootlessPodman:
         (config / "storage.conf").write_text(f'[storage]\ndriver = "overlay"\ngraphroot = "{self.storage}"\n')
         for folder in (config.parent, config, config / "storage.conf"):
             os.chown(folder, self.uid, self.gid)
-        socket = runtime / "podman" / "podman.sock"
+        self.url, self.started = self.start_service("host")
+        return self
+
+    def start_service(self, layout: str, *, name: str | None = None, runtime: str | None = None) -> tuple[str, str]:
+        """Start a service of this user seeing cgroup ``layout`` (``LAYOUTS``), with the
+        ``runtime`` given (else the one ``scripts/podman.sh`` picks); its ``unix://`` URL and
+        what the script printed. It runs until ``stop``; ``name`` its runtime folder's."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown cgroup layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+        folder = self.base / (name or ("run" if layout == "host" else f"run-{layout}"))
+        folder.mkdir(mode=0o700)
+        os.chown(folder, self.uid, self.gid)
+        socket = folder / "podman" / "podman.sock"
+        home = pwd.getpwnam(self.user).pw_dir
         env = {
-            "HOME": entry.pw_dir, "USER": self.user, "LOGNAME": self.user, "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "XDG_RUNTIME_DIR": str(runtime), "PODMAN_SOCKET": str(socket), "LANG": "C.UTF-8",
+            "HOME": home, "USER": self.user, "LOGNAME": self.user, "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "XDG_RUNTIME_DIR": str(folder), "PODMAN_SOCKET": str(socket), "LANG": "C.UTF-8",
+            **({"PODMAN_RUNTIME": runtime} if runtime else {}),
         }
-        done = subprocess.run(
-            ["bash", str(PODMAN_SH)], user=self.uid, group=self.gid, extra_groups=[], env=env, cwd=entry.pw_dir,
-            capture_output=True, text=True, timeout=120,
-        )
+        if folder.name != "run":
+            # A database of its own (else Podman takes the first service's folders from the shared
+            # one, and joins its namespaces); the images stay shared.
+            conf = folder / "containers.conf"
+            conf.write_text(f'[engine]\nstatic_dir = "{folder}/libpod"\ntmp_dir = "{folder}/libpod-tmp"\n')
+            os.chown(conf, self.uid, self.gid)
+            env["CONTAINERS_CONF"] = str(conf)
+        # As root in a mount namespace of the service's own (the layout's cgroups), then as the user.
+        script = LAYOUTS[layout] + 'exec setpriv --reuid="$1" --regid="$2" --clear-groups bash "$3"\n'
+        argv = ["sh", "-c", script, "sh", str(self.uid), str(self.gid), str(PODMAN_SH)]
+        if layout != "host":
+            argv = ["unshare", "--mount", "--propagation", "private", *argv]
+        done = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"scripts/podman.sh failed ({done.returncode}): {done.stdout}{done.stderr}")
-        self.started = done.stdout.strip()
-        self.url = f"unix://{socket}"
-        return self
+        return f"unix://{socket}", (done.stdout + done.stderr).strip()
 
     def processes(self) -> list[int]:
         """PIDs of the throwaway user's processes (the service, its pause process, conmons)."""
@@ -123,22 +159,12 @@ class RootlessPodman:
     def _stop(self) -> None:
         steps = []
         if self.uid >= 0:
-            for _ in range(100):
-                pids = self.processes()
-                if not pids:
-                    break
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                time.sleep(0.1)
-            steps.append(f"killed {time.monotonic() - self._t0:.1f} s")
+            remove_user(self.user, self.uid)
+            steps.append(f"killed and deleted {time.monotonic() - self._t0:.1f} s")
         for mount in (self.view, self.storage):
             if mount is not None:
                 subprocess.run(["umount", str(mount)], check=False, capture_output=True)
         steps.append(f"unmounted {time.monotonic() - self._t0:.1f} s")
-        if self.uid >= 0:
-            subprocess.run(["userdel", "--remove", self.user], check=False, capture_output=True)
-            steps.append(f"userdel {time.monotonic() - self._t0:.1f} s")
         shutil.rmtree(self.base, ignore_errors=True)
         print(f"[rootless podman] {self.user} removed: {', '.join(steps)}")
 

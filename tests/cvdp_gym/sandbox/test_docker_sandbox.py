@@ -148,14 +148,14 @@ def test_timeout_kills_the_container(csandbox, scratch):
     marker = f"timeout-{uuid.uuid4().hex}"
     start = time.monotonic()
     result = csandbox.run(
-        ["sh", "-c", "echo started; sleep 60 & sleep 60"],
+        ["sh", "-c", "echo started; sleep 500 & sleep 500"],
         scratch=scratch,
         env={"MARKER": marker},
         limits=Limits(wall_s=1.5),
     )
     assert result.timed_out and result.returncode == -9
     assert "started" in result.output
-    assert result.wall_s >= 1.5 and time.monotonic() - start < 50  # killed, not left to sleep 60 s
+    assert result.wall_s >= 1.5 and time.monotonic() - start < 300  # killed, not left to sleep 500 s
     assert _ours(csandbox.client, marker) == []
 
 
@@ -229,7 +229,7 @@ from pathlib import Path
 from cvdp_gym.sandbox import make_sandbox
 sandbox = make_sandbox(sys.argv[4])
 assert sandbox.standin_tag == sys.argv[1]
-sandbox.run(["sleep", "60"], scratch=Path(sys.argv[2]), env={"M": sys.argv[3]})
+sandbox.run(["sleep", "500"], scratch=Path(sys.argv[2]), env={"M": sys.argv[3]})
 """
 
 
@@ -247,14 +247,13 @@ def test_ctrl_c_leaves_no_container(csandbox, scratch):
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 30
+        # Events, not deadlines: the container appears (or the child ends), then the child
+        # ends after its Ctrl-C; the test's own timeout bounds a loaded machine's wait.
         while not _ours(csandbox.client, marker):
             assert proc.poll() is None, proc.communicate()[0].decode()
-            assert time.monotonic() < deadline, "the container never appeared"
             time.sleep(0.1)
-        time.sleep(0.3)  # let it start
         proc.send_signal(signal.SIGINT)
-        out = proc.communicate(timeout=30)[0].decode()
+        out = proc.communicate()[0].decode()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -271,10 +270,8 @@ def test_keyboard_interrupt_in_process_leaves_no_container(csandbox, scratch):
     stop = threading.Event()
 
     def interrupt_when_running():
-        deadline = time.monotonic() + 30
-        while not stop.is_set() and time.monotonic() < deadline:
+        while not stop.is_set():  # until the container exists, however long a loaded engine takes
             if _ours(csandbox.client, marker):
-                time.sleep(0.3)
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
                 return
             time.sleep(0.1)
@@ -284,7 +281,7 @@ def test_keyboard_interrupt_in_process_leaves_no_container(csandbox, scratch):
     try:
         with pytest.raises(KeyboardInterrupt):
             csandbox.run(
-                ["sleep", "60"], scratch=scratch, env={"M": marker}, limits=Limits(wall_s=40)
+                ["sleep", "500"], scratch=scratch, env={"M": marker}, limits=Limits(wall_s=500)
             )
     finally:
         stop.set()
@@ -419,3 +416,49 @@ def test_podman_container_spec(tmp_path, cgroups):
     else:
         assert "resource_limits" not in spec
         assert rlimits["nproc"] == 50 and rlimits["data"] == 100 << 20
+
+
+@pytest.mark.parametrize("layout", ["host", "v1", "v2"])
+def test_podman_runs_on_each_cgroup_layout(podman_engine, podman_sandbox, tmp_path, layout):
+    """A service started by ``scripts/podman.sh`` runs containers whatever the host's cgroup
+    layout: this host's (hybrid here: crun refuses it, so runc), and pure v1 and v2 made in a
+    mount namespace of the service's own (crun); the runtime is the one ``choose_runtime``
+    names for that layout. Shares the session user's image storage: nothing is imported."""
+    import docker
+
+    from cvdp_gym.sandbox.oci_runtime import (
+        CgroupLayout,
+        cgroup_layout,
+        choose_runtime,
+        installed_runtimes,
+    )
+    from cvdp_gym.sandbox.podman import PodmanSandbox
+    from tests.cvdp_gym.sandbox.rootless import HandedOver
+
+    here = cgroup_layout()
+    seen = {"host": here, "v1": CgroupLayout("v1"), "v2": CgroupLayout("v2", here.v2_controllers)}[layout]
+    expected = choose_runtime(None, installed_runtimes(), seen).runtime
+    url = podman_engine.url if layout == "host" else podman_engine.start_service(layout)[0]
+    sandbox = HandedOver(PodmanSandbox(podman_sandbox.toolchain, client=docker.DockerClient(base_url=url, timeout=120)), podman_engine)
+    assert sandbox.runtime == expected, (layout, seen)
+    result = sandbox.run(["sh", "-c", "echo ran on $0", layout], scratch=tmp_path / "scratch")
+    assert (result.returncode, result.output.strip()) == (0, f"ran on {layout}"), result.output
+
+
+def test_a_runtime_that_refuses_the_host_is_one_clear_line(podman_engine, podman_sandbox, tmp_path):
+    """A service whose runtime refuses this host's cgroups (crun on a hybrid host) makes no
+    verdict: ``SandboxUnavailable``, one line naming the runtime to restart it with."""
+    import docker
+
+    from cvdp_gym.sandbox.oci_runtime import cgroup_layout, refusal
+    from cvdp_gym.sandbox.podman import PodmanSandbox
+    from tests.cvdp_gym.sandbox.rootless import HandedOver
+
+    if shutil.which("crun") is None or refusal("crun", cgroup_layout()) is None:
+        pytest.skip(f"crun runs on this host's {cgroup_layout().describe()}: nothing refuses it")
+    url = podman_engine.start_service("host", name="run-crun", runtime="crun")[0]
+    sandbox = HandedOver(PodmanSandbox(podman_sandbox.toolchain, client=docker.DockerClient(base_url=url, timeout=120)), podman_engine)
+    with pytest.raises(SandboxUnavailable) as info:
+        sandbox.run(["true"], scratch=tmp_path / "scratch")
+    message = str(info.value)
+    assert "\n" not in message and "crun" in message and "restart it with runc" in message, message

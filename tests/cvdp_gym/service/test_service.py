@@ -221,7 +221,7 @@ def test_one_client_past_its_limit_gets_429_while_another_is_graded(runner, tmp_
 
         with ThreadPoolExecutor(4) as pool:
             first = pool.submit(post, 0, "trainer-a")
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 300
             while "cvdp_gym_grading_in_progress 0" in httpx.get(f"{server.url}/metrics").text:
                 assert time.monotonic() < deadline and not first.done(), "the first answer never started"
                 time.sleep(0.02)
