@@ -16,9 +16,10 @@ So the watcher also learns, from ``/proc``, which results file each simulation w
 to write: cocotb's runner passes it as ``COCOTB_RESULTS_FILE`` in the environment of the
 simulator process (a process that has cocotb's library loaded and carries this run's
 tag), which the design cannot change. Only declared files count, and a declared file
-written more often than simulations declared it was also written by someone else: it is
-reported in ``tampered``. If no simulation could be seen at all (no ``/proc``), every
-results file counts and a second write without a delete in between is tampering.
+written more often than simulations wrote it (those seen declaring it, or its
+delete-separated writes where a quick simulation ended unseen) was also written by someone
+else: it is reported in ``tampered``. If no simulation could be seen at all (no ``/proc``),
+every results file counts and a second write without a delete in between is tampering.
 
 On Linux the watcher uses inotify (every write is seen, however quick); elsewhere it
 polls. It never follows links made inside the sandbox.
@@ -92,6 +93,7 @@ class ResultsWatcher:
         self._tampered: set[str] = set()
         self._writes: dict[str, int] = {}  # path -> writes seen since it was created
         self._all_writes: dict[str, int] = {}  # path -> every write seen
+        self._segments: dict[str, int] = {}  # path -> writes that followed its creation or deletion
         self._sims: dict[tuple[int, int], str] = {}  # (pid, start) of a simulation -> its results file
         self._checked: set[tuple[int, int, bytes]] = set()  # (pid, start, comm) seen, not a simulation
         self._seen: dict[str, tuple[int, int, int]] = {}  # polling: path -> (inode, mtime, size)
@@ -134,10 +136,18 @@ class ResultsWatcher:
 
     @property
     def tampered(self) -> set[str]:
+        """Results files written more often than simulations wrote them.
+
+        Each simulation writes its file once, and cocotb deletes it before the next one: a
+        file's legitimate writes are at most the simulations seen declaring it or, where a
+        quick simulation ended before a ``/proc`` scan saw it, the delete-separated writes.
+        """
         declared = self.declared
         if not declared:
             return set(self._tampered)
-        return {p for p, n in self._all_writes.items() if p in declared and n > declared[p]}
+        return {
+            p for p, n in self._all_writes.items() if p in declared and n > max(declared[p], self._segments.get(p, 0))
+        }
 
     def counts(self) -> TestCounts:
         """Counts over every simulation; a tampered file's test cases all count as failed."""
@@ -221,16 +231,21 @@ class ResultsWatcher:
         if mask & (_IN_DELETE | _IN_MOVED_FROM | _IN_CREATE | _IN_MOVED_TO):
             self._writes.pop(key, None)  # a new file from here on
         if mask & _IN_CLOSE_WRITE and is_results_file(path):
-            self._find_simulations()  # the simulator that wrote it is still alive now
-            self._written(path)
+            # Read first: the next simulation's clean build can delete it within milliseconds.
+            data = _read(path)
+            self._find_simulations()  # the simulator that wrote it may still be alive now
+            self._written(path, data)
 
-    def _written(self, path: Path) -> None:
+    def _written(self, path: Path, data: bytes | None = None) -> None:
         key = str(path)
+        if not self._writes.get(key):
+            self._segments[key] = self._segments.get(key, 0) + 1  # first write since made or deleted
         self._writes[key] = self._writes.get(key, 0) + 1
         self._all_writes[key] = self._all_writes.get(key, 0) + 1
         if self._writes[key] > 1:
             self._tampered.add(key)
-        data = _read(path)
+        if data is None:
+            data = _read(path)
         if data is not None:
             self._keep(key, data)
 

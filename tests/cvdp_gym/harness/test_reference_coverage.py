@@ -28,6 +28,7 @@ from cvdp_gym.harness.flows import FLOWS
 from cvdp_gym.harness.flows.reference import _cut_short
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.sandbox.base import Limits
+from tests.cvdp_gym.harness.test_reference_flow import problem
 
 pytestmark = pytest.mark.sandbox
 
@@ -74,16 +75,6 @@ endmodule
 """
 #: Hangs once the test bench has finished (and printed its verdict).
 HANG_AT_FINISH = "  integer spin;\n  final begin spin = 0; while (1) spin = spin + 1; end\nendmodule\n"
-
-
-def problem(name: str, reference: str, top: str, **equivalence: Any) -> Problem:
-    target = f"{top}.sv"
-    return Problem(
-        id=f"reference-set.{name}", categories=(), agentic=False, prompt=f"Write {top}.", context={},
-        targets=(target,), harness={}, reference={target: reference}, benchmark="reference-set",
-        grader="reference", toolchain="cvdp-sim",
-        extra={"name": name, "top": top, "set": "made-up", "checked_reference": True, "equivalence": equivalence},
-    )
 
 
 P_COUNT1K = problem("count1k", COUNT1K, "count1k")
