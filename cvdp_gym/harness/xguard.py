@@ -55,18 +55,19 @@ class Guard:
         path = f"{scope}.{instance}"
         known_inputs = " && ".join(f"((^{path}.{name}) !== 1'bx)" for name, _ in self.inputs) or "1'b1"
         watched = " or ".join(f"{path}.{name}" for name, _ in (*self.inputs, *self.outputs))
-        lines = [f"module {module};", "  reg driven = 1'b0;"]
-        checks = []
-        for index, (name, width) in enumerate(self.outputs):
-            lines += [
-                f"  reg seen{index} = 1'b0;",
-                f"  function automatic known{index}(input [{width - 1}:0] v);",
-                f"    integer i; begin known{index} = 1'b0;",
-                f"    for (i = 0; i < {width}; i = i + 1) if (v[i] === 1'b0 || v[i] === 1'b1) known{index} = 1'b1; end",
-                "  endfunction",
-            ]
-            checks.append(f"      if (known{index}({path}.{name})) seen{index} = 1'b1;")
-        lines += [f"  always @({watched}) if ({known_inputs}) begin", "      driven = 1'b1;", *checks, "  end"]
+        # ``v ^ v`` is 0 in each known bit and X in each X or Z bit: one vector compare, no loop.
+        # Once every output has been seen known, the block only tests ``done``.
+        lines = [f"module {module};", "  reg driven = 1'b0;", "  reg done = 1'b0;"]
+        lines += [f"  reg seen{index} = 1'b0;" for index in range(len(self.outputs))]
+        checks = [
+            f"      if (!seen{index} && (({path}.{name} ^ {path}.{name}) !== {{{width}{{1'bx}}}})) seen{index} = 1'b1;"
+            for index, (name, width) in enumerate(self.outputs)
+        ]
+        every = " && ".join(f"seen{index}" for index in range(len(self.outputs)))
+        lines += [
+            f"  always @({watched}) if (!done && {known_inputs}) begin", "      driven = 1'b1;", *checks,
+            f"      done = {every};", "  end",
+        ]
         lines += [
             f'  final if (driven && !seen{index}) $display("{marker}{name}");'
             for index, (name, _) in enumerate(self.outputs)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,8 +102,10 @@ class RtllmFlow:
         answer = files.get(target, "")
         sources = {TESTBENCH: problem.harness.get(TESTBENCH, "")}
 
+        def driven() -> frozenset[str] | None:  # asked only of an answer that passed with an output left X
+            return self._driven(sandbox, problem, target, limits)
+
         def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
-            driven = self._driven(sandbox, problem, target, limits) if isolated is not None else frozenset()
             return self._run(sandbox, problem, target, answer, isolated, limits=limits, keep_dir=keep, driven=driven)[0]
 
         return isolated_run(scan({target: answer}, protected=problem.harness), sources, once, keep_dir)
@@ -119,7 +121,7 @@ class RtllmFlow:
         if key not in _DRIVEN:
             isolated = isolate({TESTBENCH: problem.harness.get(TESTBENCH, "")})
             result, never_known, outputs = self._run(
-                sandbox, problem, target, reference, isolated, limits=limits, keep_dir=None, driven=frozenset(),
+                sandbox, problem, target, reference, isolated, limits=limits, keep_dir=None, driven=frozenset,
             )
             if result.failure_class in (TIMEOUT, RESOURCE_LIMIT):  # says nothing: not kept
                 return None
@@ -128,11 +130,12 @@ class RtllmFlow:
 
     def _run(
         self, sandbox: Sandbox, problem: Problem, target: str, answer: str, isolated: Isolated | None, *,
-        limits: Limits, keep_dir: Path | None, driven: frozenset[str] | None,
+        limits: Limits, keep_dir: Path | None, driven: Callable[[], frozenset[str] | None],
     ) -> tuple[HarnessResult, list[str], tuple[str, ...]]:
         """One run, as the makefile runs it: with the run's names (``isolated``), or untouched;
-        also the outputs the X guard found never known, and those it watched. ``driven``: the
-        outputs the answer may not leave X (None: all)."""
+        also the outputs the X guard found never known, and those it watched. ``driven()``:
+        the outputs the answer may not leave X (None: all), asked only when the test bench
+        passed an answer that left some output X (it may cost a run of the reference)."""
         secret = new_secret()
         testbench, text, restore = TESTBENCH, problem.harness.get(TESTBENCH, ""), str
         if isolated is not None:
@@ -179,7 +182,8 @@ class RtllmFlow:
             failure, reason = None, "the test bench reported a pass"
         else:
             failure, reason = TEST_FAILURE, _summary(output.trusted) or "the test bench reported no pass"
-        left_x = [name for name in never_known if driven is None or name in driven]
+        watched = driven() if passed and never_known else frozenset()
+        left_x = [name for name in never_known if watched is None or name in watched]
         if passed and left_x:
             passed, failure = False, TEST_FAILURE
             reason = (
