@@ -25,7 +25,9 @@ files (``{path: text}``) with slang (pyslang), in process, and returns a :class:
   outside its working folder or over a ``protected`` one (the test bench's files and data), a
   descriptor (``$fgets``, ``$fdisplay``...) it did not open itself (a literal such as
   ``32'h8000_0003`` names the test bench's open files; standard output and error may be
-  written), ``$system``, and ``$finish``/``$stop``/``$fatal``/``$exit`` (the test bench ends
+  written; a variable of its own counts only when every assignment is a ``$fopen`` and it is
+  used nowhere but as a descriptor, compared or tested: ``fd + 1``, ``fd++`` or ``$sscanf``
+  into it reach other descriptors), ``$system``, and ``$finish``/``$stop``/``$fatal``/``$exit`` (the test bench ends
   its simulation). ``force``/``release``, procedural ``assign``/``deassign`` and
   ``defparam`` are named as such when their target is outside. A plain undeclared name is not
   a finding: Icarus resolves none outside either, so it is the build error it always was;
@@ -66,6 +68,12 @@ FILE_NAME_TASKS = FILE_READS | FILE_WRITES | {"$fopen"}
 FD_READS = frozenset({"$fgets", "$fgetc", "$ungetc", "$fscanf", "$fread", "$fseek", "$frewind", "$rewind", "$ftell", "$feof", "$ferror"})
 FD_WRITES = frozenset(f"$f{base}{radix}" for base in ("display", "write", "strobe", "monitor") for radix in ("", "b", "h", "o"))
 FD_WRITES |= {"$fflush", "$fclose"}
+#: Where a descriptor variable may stand besides a descriptor argument: compared, negated, a condition.
+_READ_ONLY_USES = frozenset({
+    SK.EqualityExpression, SK.InequalityExpression, SK.CaseEqualityExpression, SK.CaseInequalityExpression,
+    SK.LessThanExpression, SK.LessThanEqualExpression, SK.GreaterThanExpression, SK.GreaterThanEqualExpression,
+    SK.UnaryLogicalNotExpression, SK.LogicalAndExpression, SK.LogicalOrExpression, SK.ConditionalPattern,
+})
 #: Standard output and error, as descriptors and as multichannel descriptors (Icarus).
 STANDARD_FDS = frozenset({1, 2, 0x8000_0001, 0x8000_0002})
 #: System tasks that reach the process itself.
@@ -156,6 +164,9 @@ class _File:
     descriptors: list[tuple[str, syntax.SyntaxNode | None, int]] = field(default_factory=list)
     #: Each variable's assignments: whether each assigns it a ``$fopen`` (a descriptor of the answer's own).
     assigned: dict[str, list[bool]] = field(default_factory=dict)
+    #: Each use of a plain name other than an assignment's target, a comparison or a condition:
+    #: the name and where it starts (a descriptor argument is resolved against these at the end).
+    loose: list[tuple[str, int]] = field(default_factory=list)
     #: Each file-name argument: the task, the argument, whether it writes, the line.
     file_args: list[tuple[str, syntax.SyntaxNode | None, bool, int]] = field(default_factory=list)
 
@@ -203,9 +214,14 @@ def scan(
             why = files_of.why_not(_values(argument, params), writes=writes, rules=rules)
             if why:
                 item.findings.append(Finding(item.path, line, f"`{task}` {why}"))
-        opened = {name for name, opens in item.assigned.items() if all(opens)}
+        # A descriptor of the answer's own: every assignment is a ``$fopen``, and it is used
+        # nowhere else than as a descriptor, in a comparison or as a condition (not
+        # incremented, selected, passed to a task or a port, read into by ``$sscanf``...).
+        at = {descriptor.sourceRange.start.offset for _, descriptor, _ in item.descriptors if descriptor is not None}
+        loose = {name for name, offset in item.loose if offset not in at}
+        opened = {name for name, opens in item.assigned.items() if all(opens)} - loose
         item.findings += [
-            Finding(item.path, line, f"`{task}` through a descriptor the answer did not open itself (`$fopen`)")
+            Finding(item.path, line, f"`{task}` through a descriptor the answer did not open itself (`$fopen`, left unchanged)")
             for task, descriptor, line in item.descriptors
             if descriptor is None or descriptor.kind != SK.IdentifierName or descriptor.identifier.valueText not in opened
         ]
@@ -303,6 +319,15 @@ def _walk(item: _File, manager: SourceManager, definitions: set[str], rules: str
         if node.left.kind == SK.IdentifierName:
             item.assigned.setdefault(node.left.identifier.valueText, []).append(_opens(node.right))
 
+    def identifier(node: syntax.SyntaxNode) -> None:
+        parent = node.parent
+        if parent is not None and (
+            parent.kind in _READ_ONLY_USES
+            or (parent.kind in (SK.AssignmentExpression, SK.NonblockingAssignmentExpression) and parent.left is node)
+        ):
+            return
+        item.loose.append((node.identifier.valueText, node.sourceRange.start.offset))
+
     def declarator(node: syntax.SyntaxNode) -> None:
         if node.initializer is not None:
             item.assigned.setdefault(node.name.valueText, []).append(_opens(node.initializer.expr))
@@ -343,6 +368,8 @@ def _walk(item: _File, manager: SourceManager, definitions: set[str], rules: str
         SK.AssignmentExpression: assigned,
         SK.NonblockingAssignmentExpression: assigned,
         SK.Declarator: declarator,
+        SK.IdentifierName: identifier,
+        SK.IdentifierSelectName: lambda node: item.loose.append((node.identifier.valueText, -1)),  # fd[0]
     })
     table.update({kind: targeted for kind in _TARGETED})
     tree.root.visit(lookup_table=table)

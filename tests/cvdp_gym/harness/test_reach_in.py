@@ -161,6 +161,23 @@ def test_a_design_may_write_files_of_its_own_and_read_them_back():
     assert [line for line, _ in findings(data, protected=["reference.dat", "test_data.dat"])] == [3, 4]
 
 
+@pytest.mark.parametrize(
+    "change",
+    ["fd += 1;", "fd++;", "fd = fd + 1;", 'n = $sscanf("3", "%d", fd);', "fd[0] = 1'b1;", "{fd} = 32'h8000_0003;", "peek_fd(fd);"],
+)
+def test_a_descriptor_the_answer_changed_reaches_other_files(change):
+    """Opened by ``$fopen``, then moved: ``fd + 1`` is the next descriptor, the test bench's
+    open file. Its own descriptor, compared, tested and closed, stays the answer's."""
+    own = (
+        "  integer fd, n;\n  task peek_fd(output integer f); f = 32'h8000_0003; endtask\n"
+        '  initial begin\n    fd = $fopen("trace.txt", "w");\n    if (fd != 0 && fd) $fdisplay(fd, "%b", a);\n'
+        '    if (!fd) $display("no trace");\n    CHANGE\n    $fclose(fd);\n  end\n'
+    )
+    assert findings(own.replace("CHANGE", "")) == []
+    found = findings(own.replace("CHANGE", change))
+    assert found and found[0][0] == 6 and "`$fdisplay` through a descriptor the answer did not open" in found[0][1], found
+
+
 def test_files_the_answer_was_given_may_be_read_by_literal_name():
     body = '  reg [7:0] m [0:3];\n  initial $readmemh("rom.hex", m);\n'
     assert findings(body, readable=["rom.hex"]) == []
