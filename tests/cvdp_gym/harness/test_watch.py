@@ -41,12 +41,17 @@ def _simulate(tmp_path: Path, results: Path, tag: str, name: str, *, seen: bool)
     )
 
 
-def test_a_simulation_that_ended_unseen_is_not_a_forgery(tmp_path: Path) -> None:
+def _watcher(tmp_path: Path) -> tuple[ResultsWatcher, Path, str]:
+    """A watcher over ``tmp_path``, the results file a simulation there writes, and the run's tag."""
     build = tmp_path / "sim_build"
     build.mkdir()
-    results = build / "results.xml"
     tag = uuid.uuid4().hex
-    with ResultsWatcher([tmp_path], tag=tag, mounts={str(tmp_path): tmp_path}) as watcher:
+    return ResultsWatcher([tmp_path], tag=tag, mounts={str(tmp_path): tmp_path}), build / "results.xml", tag
+
+
+def test_a_simulation_that_ended_unseen_is_not_a_forgery(tmp_path: Path) -> None:
+    watching, results, tag = _watcher(tmp_path)
+    with watching as watcher:
         _simulate(tmp_path, results, tag, "first", seen=True)
         results.unlink()  # cocotb's runner deletes the file before the next simulation
         _simulate(tmp_path, results, tag, "second", seen=False)
@@ -56,11 +61,8 @@ def test_a_simulation_that_ended_unseen_is_not_a_forgery(tmp_path: Path) -> None
 
 
 def test_a_second_write_without_a_delete_is_a_forgery(tmp_path: Path) -> None:
-    build = tmp_path / "sim_build"
-    build.mkdir()
-    results = build / "results.xml"
-    tag = uuid.uuid4().hex
-    with ResultsWatcher([tmp_path], tag=tag, mounts={str(tmp_path): tmp_path}) as watcher:
+    watching, results, tag = _watcher(tmp_path)
+    with watching as watcher:
         _simulate(tmp_path, results, tag, "real", seen=True)
         _simulate(tmp_path, results, tag, "forged", seen=False)  # rewritten in place
     assert watcher.tampered == {str(results)}
