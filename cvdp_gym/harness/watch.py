@@ -89,6 +89,8 @@ class ResultsWatcher:
         self.interval_s = interval_s
         self.scan_interval_s = scan_interval_s
         self.versions: list[tuple[str, bytes]] = []  # (path, content) of each version kept
+        #: Results files written and gone before they could be read: the counts miss them.
+        self.lost = 0
         #: Results files written by someone other than cocotb.
         self._tampered: set[str] = set()
         self._writes: dict[str, int] = {}  # path -> writes seen since it was created
@@ -248,6 +250,8 @@ class ResultsWatcher:
             data = _read(path)
         if data is not None:
             self._keep(key, data)
+        elif not os.path.lexists(path):
+            self.lost += 1  # written, then gone before it could be read (the next clean build)
 
     # -- simulations ----------------------------------------------------------------------
 
@@ -276,6 +280,8 @@ class ResultsWatcher:
             try:
                 environ = (proc / "environ").read_bytes()
                 if needle not in environ.split(b"\0"):
+                    if _age_s(key[1]) < _YOUNG_S:  # forked, maybe not yet exec'd (python -> python keeps comm)
+                        self._checked.discard(key)
                     continue
                 declared = _env_value(environ, b"COCOTB_RESULTS_FILE")
                 if declared is None or b"libcocotb" not in (proc / "maps").read_bytes():
@@ -327,6 +333,20 @@ class ResultsWatcher:
         if self._digest.get(key) != digest:
             self._digest[key] = digest
             self.versions.append((key, data))
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: A process younger than this may still exec with a new environment under the same name.
+_YOUNG_S = 2.0
+
+
+def _age_s(start_ticks: int) -> float:
+    """Seconds since a process started (its start time in clock ticks since boot)."""
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return _YOUNG_S
+    return uptime - start_ticks / _TICKS
 
 
 def _env_value(environ: bytes, key: bytes) -> str | None:

@@ -353,7 +353,9 @@ class DockerSandbox:
                 timer.cancel()
                 # A kill under way decides whether this was a timeout: wait for it (Podman
                 # answers a kill only once the container is gone, after our stream ended).
-                timer.join(timeout=60)
+                # Not started: an interrupt landed in ``timer.start()`` itself.
+                if timer.is_alive():
+                    timer.join(timeout=60)
             _close_stream(stream)
 
     def _expire(self, container_id: str, killed: threading.Event) -> None:
