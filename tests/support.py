@@ -25,6 +25,14 @@ REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "cvdp_gym" / "data" / "bundled"
 #: Scripted agents (YAML) the agentic tests play.
 AGENTS = Path(__file__).resolve().parent / "fixtures" / "agents"
+#: The made-up copy of RTLLM v2.0.
+RTLLM_COPY = Path(__file__).resolve().parent / "fixtures" / "benchmarks" / "rtllm"
+#: RTLLM's ``adder_4bit``, wrong on one input of 512 (15 + 15 + 1 gives 0): the test bench's
+#: 100 random vectors miss it; equivalence with the reference does not.
+WRONG_ADDER = """module adder_4bit (input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);
+    assign {cout, sum} = (a == 4'd15 && b == 4'd15 && cin) ? 5'd0 : a + b + cin;
+endmodule
+"""
 
 
 def missing(reason: str):

@@ -7,7 +7,6 @@ A responses file on the made-up RTLLM v2.0 copy, graded by the real CLI and simu
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,23 +14,18 @@ from typer.testing import CliRunner
 from cvdp_gym.cli import app
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
+from tests.support import RTLLM_COPY, WRONG_ADDER
 
 pytestmark = pytest.mark.sandbox
 
-COPY = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks" / "rtllm"
-#: Wrong on one input of 512: the test bench's 100 random vectors miss it.
-WRONG_ADDER = """module adder_4bit (input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);
-    assign {cout, sum} = (a == 4'd15 && b == 4'd15 && cin) ? 5'd0 : a + b + cin;
-endmodule
-"""
 
 
 def test_the_backed_verdict_fails_what_the_test_bench_alone_passes(toolchain, tmp_path):
-    adder = load_dataset("rtllm-v2", benchmark_dir=COPY)["rtllm-v2.adder_4bit"]
+    adder = load_dataset("rtllm-v2", benchmark_dir=RTLLM_COPY)["rtllm-v2.adder_4bit"]
     responses = tmp_path / "responses.jsonl"
     responses.write_text(json.dumps({"id": adder.id, "response": answer_text(adder, {adder.targets[0]: WRONG_ADDER})}) + "\n")
     out = tmp_path / "run"
-    words = ["eval", "rtllm-v2", "--benchmark-dir", str(COPY), "--id", adder.id, "--responses", str(responses), "--out", str(out)]
+    words = ["eval", "rtllm-v2", "--benchmark-dir", str(RTLLM_COPY), "--id", adder.id, "--responses", str(responses), "--out", str(out)]
     done = CliRunner().invoke(app, [*words, "--verdict", "testbench+reference"], env={"COLUMNS": "250"})
     assert done.exit_code == 0, done.output
     (row,) = map(json.loads, (out / "results.jsonl").read_text().splitlines())

@@ -25,17 +25,13 @@ from cvdp_gym.grading.backed import (
     reference_check,
     require_references,
 )
+from tests.support import RTLLM_COPY, WRONG_ADDER
 
 pytestmark = pytest.mark.sandbox
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
-RTLLM = load_dataset("rtllm-v2", benchmark_dir=FIXTURES / "rtllm")
+RTLLM = load_dataset("rtllm-v2", benchmark_dir=RTLLM_COPY)
 ADDER = RTLLM["rtllm-v2.adder_4bit"]
-#: Wrong on one input of 512 (15 + 15 + 1 gives 0): the test bench's 100 random vectors miss it.
-WRONG_ADDER = """module adder_4bit (input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);
-    assign {cout, sum} = (a == 4'd15 && b == 4'd15 && cin) ? 5'd0 : a + b + cin;
-endmodule
-"""
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +86,7 @@ def test_a_problem_without_a_reference_is_labelled_never_passed(runner):
 
 
 def test_the_environment_takes_the_option_and_reports_the_check(toolchain):
-    env = gym.make("RTL-SingleShot-v0", dataset="rtllm-v2", benchmark_dir=FIXTURES / "rtllm", cache=False, verdict=BACKED)
+    env = gym.make("RTL-SingleShot-v0", dataset="rtllm-v2", benchmark_dir=RTLLM_COPY, cache=False, verdict=BACKED)
     env.reset(seed=0, options={"problem_id": ADDER.id})
     _, reward, _, _, info = env.step(f"```verilog\n{WRONG_ADDER}```")
     assert (info["passed"], info["failure_class"], reward) == (False, "not_equivalent", pytest.approx(0.4))

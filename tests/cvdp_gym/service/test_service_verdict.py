@@ -6,8 +6,6 @@ A real uvicorn server on 127.0.0.1 over the made-up RTLLM v2.0 copy, the real to
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("fastapi")
@@ -18,20 +16,14 @@ import httpx
 from cvdp_gym.data import load_dataset
 from cvdp_gym.grading import GradeCache, Grader
 from cvdp_gym.service.app import ServiceConfig, create_app
-from tests.support import ServedApp
+from tests.support import RTLLM_COPY, WRONG_ADDER, ServedApp
 
 pytestmark = pytest.mark.sandbox
 
-COPY = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks" / "rtllm"
-#: Wrong on one input of 512: the test bench's 100 random vectors miss it.
-WRONG_ADDER = """module adder_4bit (input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);
-    assign {cout, sum} = (a == 4'd15 && b == 4'd15 && cin) ? 5'd0 : a + b + cin;
-endmodule
-"""
 
 
 def test_a_request_names_its_verdict(runner, tmp_path):
-    data = load_dataset("rtllm-v2", benchmark_dir=COPY)
+    data = load_dataset("rtllm-v2", benchmark_dir=RTLLM_COPY)
     adder = data["rtllm-v2.adder_4bit"]
     server = ServedApp(create_app(ServiceConfig(Grader(runner, cache=GradeCache(tmp_path / "grades.sqlite")), data, workers=1)))
     try:

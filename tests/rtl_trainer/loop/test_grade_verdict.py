@@ -4,20 +4,17 @@ an unknown one is a one-line config error."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.errors import ConfigError
 from rtl_trainer.loop.envs import make_env_factory
-
-COPY = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks" / "rtllm"
+from tests.support import RTLLM_COPY
 
 
 def test_the_verdict_reaches_the_environments(toolchain) -> None:
     config = TrainConfig(
-        mode="rl", student="s", env="RTL-SingleShot-v0", dataset="rtllm-v2", benchmark_dir=str(COPY),
+        mode="rl", student="s", env="RTL-SingleShot-v0", dataset="rtllm-v2", benchmark_dir=str(RTLLM_COPY),
         grade_verdict="testbench+reference", grade_cache=False,
     )
     config.validate()
