@@ -226,17 +226,24 @@ def test_bubblewrap_as_an_ordinary_user_leaves_the_host_unchanged(ordinary_user,
     assert _changes(before, _snapshot(_host_paths(toolchain, read_only, whole_root=True))) == [], output[-3000:]
 
 
-@pytest.mark.docker
-def test_docker_as_root_and_as_an_ordinary_user_leaves_the_host_unchanged(dsandbox, ordinary_user, toolchain, read_only, tmp_path):
-    user, view = ordinary_user
-    before = _snapshot(_host_paths(toolchain, read_only, whole_root=False))
+def _walk_in_container(csandbox, read_only: Path, tmp_path: Path):
+    """The walker as the container's root over its /dev, a read-only mount and its writable
+    folders; it must have run and touched something."""
     work = tmp_path / "work"
     work.mkdir()
-    result = dsandbox.run(
+    result = csandbox.run(
         ["python3", "-c", WALKER, "/dev", "/ro", "--", "/tmp", "/work"],
         mounts=[Mount(read_only, "/ro"), Mount(work, "/work", writable=True)], scratch=tmp_path / "scratch",
     )
     assert result.returncode == 0 and _walked(result.output) > 5, result.output[-3000:]
+    return result
+
+
+@pytest.mark.docker
+def test_docker_as_root_and_as_an_ordinary_user_leaves_the_host_unchanged(dsandbox, ordinary_user, toolchain, read_only, tmp_path):
+    user, view = ordinary_user
+    before = _snapshot(_host_paths(toolchain, read_only, whole_root=False))
+    result = _walk_in_container(dsandbox, read_only, tmp_path)
     if _group("docker") is not None and Path("/var/run/docker.sock").exists():
         output = _as_user(user, view, "docker", read_only, dsandbox.standin_tag, ["/dev", "/ro"])
         assert _walked(output) > 5, output[-2000:]
@@ -246,11 +253,5 @@ def test_docker_as_root_and_as_an_ordinary_user_leaves_the_host_unchanged(dsandb
 @pytest.mark.docker
 def test_rootless_podman_leaves_the_host_unchanged(podman_sandbox, toolchain, read_only, tmp_path):
     before = _snapshot(_host_paths(toolchain, read_only, whole_root=False))
-    work = tmp_path / "work"
-    work.mkdir()
-    result = podman_sandbox.run(
-        ["python3", "-c", WALKER, "/dev", "/ro", "--", "/tmp", "/work"],
-        mounts=[Mount(read_only, "/ro"), Mount(work, "/work", writable=True)], scratch=tmp_path / "scratch",
-    )
-    assert result.returncode == 0 and _walked(result.output) > 5, result.output[-3000:]
+    result = _walk_in_container(podman_sandbox, read_only, tmp_path)
     assert _changes(before, _snapshot(_host_paths(toolchain, read_only, whole_root=False))) == [], result.output[-3000:]
