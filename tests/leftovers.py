@@ -22,14 +22,13 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from cvdp_gym.sandbox.owner import owner_alive, owner_token
+from cvdp_gym.sandbox.process import kill_until_gone
 
 #: Folders (in the temp folder) a fixture makes, each with an ``owner`` file.
 FOLDER_PREFIXES = ("cvdp-gym-podman-", "cvdp-gym-user-", "cvdp-slurm-", "cvdp-ray-")
@@ -91,14 +90,7 @@ def _pids(match) -> list[int]:  # type: ignore[no-untyped-def]
 
 
 def _kill_all(match) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(100):
-        pids = _pids(match)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
+    kill_until_gone(lambda: _pids(match), tries=100, pause_s=0.1)
 
 
 def _uses(folder: Path):  # type: ignore[no-untyped-def]

@@ -30,7 +30,7 @@ from pathlib import Path
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxResult, SandboxUnavailable
 from cvdp_gym.sandbox.devices import PLACEHOLDER, by_hand, device_binds, device_folder, own_devices
 from cvdp_gym.sandbox.output import ELISION, BoundedOutput
-from cvdp_gym.sandbox.process import kill_group, read_to_deadline
+from cvdp_gym.sandbox.process import kill_group, kill_until_gone, read_to_deadline
 from cvdp_gym.sandbox.scratch import remove_orphan_scratch, remove_tree
 from cvdp_gym.toolchain import SimEnv, Toolchain, detect
 
@@ -99,14 +99,7 @@ class _Cgroups:
         return found
 
     def kill_all(self) -> None:
-        for _ in range(50):
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.01)
+        kill_until_gone(self.pids, tries=50, pause_s=0.01)
 
     def out_of_memory(self) -> bool:
         for d in self.dirs:

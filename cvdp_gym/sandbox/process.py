@@ -14,6 +14,7 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 
 from cvdp_gym.sandbox.cancel import kill_on_cancel
 from cvdp_gym.sandbox.output import BoundedOutput
@@ -23,6 +24,19 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group ``proc`` leads (started with ``start_new_session``)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def kill_until_gone(pids: Callable[[], Iterable[int]], *, tries: int, pause_s: float) -> None:
+    """SIGKILL every process ``pids()`` names until it names none (or ``tries`` rounds): for
+    processes no single group holds (a cgroup's, a dead owner's)."""
+    for _ in range(tries):
+        found = list(pids())
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(pause_s)
 
 
 def read_to_deadline(proc: subprocess.Popen[bytes], output: BoundedOutput, deadline: float) -> bool:
