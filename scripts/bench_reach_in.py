@@ -30,9 +30,11 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_benchmarks import answers_for, copies, ours
 
+from cvdp_gym.benchmarks.rtllm import flow as rtllm
+from cvdp_gym.benchmarks.verilog_eval_v1 import flow as verilog_eval_v1
+from cvdp_gym.benchmarks.verilog_eval_v2 import flow as verilog_eval
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.benchmarks import BENCHMARKS
-from cvdp_gym.harness.flows import rtllm, verilog_eval, verilog_eval_v1
 from cvdp_gym.harness.reach_in import Scan
 
 FLOW_MODULES = (verilog_eval, verilog_eval_v1, rtllm)

@@ -6,7 +6,8 @@ the design. Layers, lowest first (a module may import its own layer and the ones
 
 - cvdp_gym: the shared leaves (``errors``, ``jsonl``, ``interrupt``, ``data``, ``parsers``),
   then toolchain < sandbox < harness < grading < envs < eval / integrations / service /
-  check < cli; the package root (``cvdp_gym/__init__.py``) registers the environments by
+  check < benchmarks (the built-in plug-ins: each holds one benchmark's parts for every layer,
+  which the layers load by name through ``plugins``, never by an import) < cli; the package root (``cvdp_gym/__init__.py``) registers the environments by
   name and sits above them all.
 - rtl_trainer, above every cvdp_gym layer (never imported by it): errors / config <
   models / rendering < backends < losses < rollouts < loop / tracking / plot < demo /
@@ -28,7 +29,7 @@ from pathlib import Path
 PACKAGES = ("cvdp_gym", "rtl_trainer")
 #: cvdp_gym's layers, lowest first; names are first-level subpackages or modules.
 CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "jsonl", "interrupt", "_version", "chat", "user_dirs"),
+    ("errors", "jsonl", "interrupt", "_version", "chat", "user_dirs", "plugins"),
     ("data", "parsers"),
     ("toolchain",),
     ("sandbox",),
@@ -37,6 +38,7 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("envs",),
     ("agents",),
     ("eval", "integrations", "service", "check", "consistency", "coverage", "decontaminate", "parity", "report", "debug", "audit"),
+    ("benchmarks",),
     ("cli",),
 )
 #: rtl_trainer's layers, lowest first, all above cvdp_gym's.

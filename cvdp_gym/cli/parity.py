@@ -164,7 +164,7 @@ def _benchmark_parity(
     """VerilogEval/RTLLM: the benchmark's own scripts from its clone vs our flows."""
     from cvdp_gym.errors import CvdpGymError
     from cvdp_gym.parity.benchmarks import benchmark_answers, clone_for, run_benchmark_parity
-    from cvdp_gym.parity.compare import benchmark_summary_json
+    from cvdp_gym.parity.benchmarks.rows import benchmark_summary_json
 
     data = load_problems(dataset, None, None, None, False, benchmark_dir=benchmark_dir)
     try:

@@ -89,6 +89,9 @@ class Benchmark:
     #: Problems whose own reference fails its own test bench on this benchmark's toolchain,
     #: or whose files disagree, found by ``cvdp-gym check`` on the pinned commit: name -> reason.
     defects: ClassVar[dict[str, str]] = {}
+    #: The top module every answer defines, when the benchmark fixes one (``TopModule``), for
+    #: the graders and mutants that compare an answer with the reference by module.
+    top_module: ClassVar[str | None] = None
 
     def options(self, given: Mapping[str, str]) -> dict[str, str]:
         """The prompt options with their defaults; an unknown one is a ``DatasetError``."""
@@ -109,6 +112,23 @@ class Benchmark:
     def holds(self, path: Path) -> bool:
         """Whether ``path`` is a copy of this benchmark (its root folder)."""
         raise NotImplementedError
+
+    def answer_text(self, problem: Problem, files: Mapping[str, str]) -> str | None:
+        """``files`` written as this benchmark's prompt asks for an answer (None: the project's
+        default, a fenced block); how a reference becomes a model-shaped answer in tests and demos."""
+        return None
+
+    def specification(self, problem: Problem) -> str:
+        """``problem``'s own specification: its prompt less the text this benchmark wraps around
+        every problem (in-context examples, rules, answer instructions), which says nothing about
+        one problem (what decontamination compares). The default: the whole prompt."""
+        return problem.prompt
+
+    def find(self, path: Path) -> tuple[Path, tuple[str, ...]] | None:
+        """``(root, tasks)`` when ``path`` is a copy of this benchmark or of a part of it (one
+        task's folder, one data file), else None: how a folder named on the command line is
+        recognised. The default: ``path`` is the root of a copy (:meth:`holds`)."""
+        return (path, ()) if path.is_dir() and self.holds(path) else None
 
     def files(self, root: Path) -> list[Path]:
         """Every file of a copy that problems are read from (the manifest's files)."""

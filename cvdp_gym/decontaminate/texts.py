@@ -18,7 +18,8 @@ problem, their tokens, word n-grams and ROUGE-L.
   the bits of a Python integer.
 
 Evaluation problems carry boilerplate their benchmark wraps every problem in (VerilogEval's
-in-context example and answer instructions); :func:`specification` leaves it out, since every
+in-context example and answer instructions); :func:`specification` leaves it out (each
+benchmark's own ``Benchmark.specification``), since every
 problem of that benchmark shares it, so it says nothing about one problem.
 """
 
@@ -27,37 +28,20 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Sequence
 
-from cvdp_gym.data.benchmarks.verilog_eval import (
-    BEGIN_DONE,
-    CODE_COMPLETE,
-    PREAMBLE,
-    RULES,
-    SPEC_TO_RTL,
-)
+from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.grading.comprehension import ngrams
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _CODE_TOKEN = re.compile(r"\w+|[^\w\s]")
-#: Text VerilogEval wraps around every problem's own description (its sv-generate prompt).
-_VERILOG_EVAL_WRAPPING = (RULES.strip(), BEGIN_DONE.strip(), PREAMBLE[CODE_COMPLETE].strip())
-_QUESTION, _ANSWER = "Question:\n", "Answer:"
 
 
 def specification(problem: Problem) -> str:
     """The problem's specification: its user prompt, less the text its benchmark puts around
-    every problem (VerilogEval v2's in-context examples, rules and answer instructions; the
-    one-line preamble of VerilogEval's code completion)."""
-    text = problem.prompt
-    if problem.benchmark == "verilog-eval-v2":
-        if problem.task == SPEC_TO_RTL and _QUESTION in text:
-            text = text.rpartition(_QUESTION)[2].rstrip().removesuffix(_ANSWER)
-        elif problem.task == CODE_COMPLETE:
-            text = text.rpartition(PREAMBLE[CODE_COMPLETE].strip())[2]
-    if problem.benchmark.startswith("verilog-eval"):
-        for wrapping in _VERILOG_EVAL_WRAPPING:
-            text = text.replace(wrapping, " ")
-    return text
+    every problem (:meth:`cvdp_gym.data.benchmark.Benchmark.specification`: VerilogEval's
+    in-context examples, rules and answer instructions)."""
+    bench = BENCHMARKS.get(problem.benchmark)
+    return bench.specification(problem) if bench is not None else problem.prompt
 
 
 def reference_code(problem: Problem) -> str:

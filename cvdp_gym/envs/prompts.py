@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import CVDP, SCORING_HARNESS, Problem
 
 FOLDERS = """You are a helpful assistance.
@@ -116,14 +117,14 @@ def comprehension_answer_text(answer: str) -> str:
 
 
 def answer_text(problem: Problem, files: dict[str, str]) -> str:
-    """Files written as the single-shot prompt asks for them: one fenced block for a single
-    target, the official JSON shape (``{"code": [{path: text}, ...]}``) for several;
-    VerilogEval v2 spec-to-RTL answers between ``[BEGIN]`` and ``[DONE]``, v1 completions as
-    they are."""
-    if problem.grader == "verilog-eval-v2" and problem.task == "spec-to-rtl":
-        return "[BEGIN]\n" + files[problem.targets[0]].rstrip("\n") + "\n[DONE]"
-    if problem.grader == "verilog-eval-v1":
-        return files[problem.targets[0]]
+    """Files written as the single-shot prompt asks for them: as the problem's benchmark asks
+    (``Benchmark.answer_text``: VerilogEval v2 spec-to-RTL answers between ``[BEGIN]`` and
+    ``[DONE]``, v1 completions as they are), else one fenced block for a single target, the
+    official JSON shape (``{"code": [{path: text}, ...]}``) for several."""
+    bench = BENCHMARKS.get(problem.benchmark)
+    shaped = bench.answer_text(problem, files) if bench is not None else None
+    if shaped is not None:
+        return shaped
     if len(problem.targets) == 1:
         return "```systemverilog\n" + files[problem.targets[0]].rstrip("\n") + "\n```"
     return json.dumps({"code": [{path: files[path]} for path in problem.targets]})

@@ -1,35 +1,54 @@
-"""Published VerilogEval and RTLLM figures, to print beside a run's own (``cvdp_gym/data/published.json``).
+"""Published benchmark figures, to print beside a run's own (``cvdp_gym/data/published.json`` and
+each benchmark plug-in's own ``published.json``, :mod:`cvdp_gym.plugins`).
 
 Contract: :func:`published` returns the entries for one benchmark, task and metric, each a dict
 ``{benchmark, task, model, metric, value, settings, source, ...}`` with ``value`` a percentage as
 published, ``settings`` the text that says how the figure was produced (samples, temperature,
 prompt, simulator, denominator) and ``source`` ``{title, arxiv, url, where, ...}`` saying where it
 was read. The file stores each settings text and source once, by key; they are resolved here, and
-the whole file is checked on first load (a malformed entry is a ``ConfigError`` naming it), so a
+each whole file is checked on first load (a malformed entry is a ``ConfigError`` naming it), so a
 figure is never shown without what it means and where it came from.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
+from cvdp_gym.data.benchmarks.training import TrainingSet
 from cvdp_gym.errors import ConfigError
+from cvdp_gym.plugins import packages
 
-__all__ = ["BENCHMARKS", "PUBLISHED_FILE", "published"]
+__all__ = ["PUBLISHED_FILE", "known_tasks", "published", "published_files"]
 
 PUBLISHED_FILE = Path(__file__).resolve().parent.parent / "data" / "published.json"
-#: The benchmarks an entry may name (``Problem.benchmark``), with their tasks.
-BENCHMARKS = {
-    "verilog-eval-v2": ("spec-to-rtl", "code-complete-iccad2023"),
-    "verilog-eval-v1": ("human", "machine"),
-    "rtllm-v2": ("",),
-    "rtllm-v1.1": ("",),
-}
+#: What a benchmark plug-in's package may hold: its own published figures, in the same format.
+PLUGIN_FILE = "published.json"
 _METRIC = re.compile(r"^pass@[1-9]\d*$")
+
+
+@cache
+def known_tasks() -> dict[str, tuple[str, ...]]:
+    """The benchmarks an entry may name (``Problem.benchmark``), with their tasks (the training
+    sets publish no figures)."""
+    return {b.name: tuple(b.tasks) or ("",) for b in BENCHMARKS.values() if not isinstance(b, TrainingSet)}
+
+
+@cache
+def published_files() -> tuple[Path, ...]:
+    """The shared file, then each benchmark plug-in's own ``published.json``, if it has one."""
+    found = [PUBLISHED_FILE]
+    for package in packages():
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            if (Path(folder) / PLUGIN_FILE).is_file():
+                found.append(Path(folder) / PLUGIN_FILE)
+    return tuple(found)
 
 
 def _text(value: Any) -> bool:
@@ -41,7 +60,7 @@ def _check(entry: Any, settings: dict[str, Any], sources: dict[str, Any], where:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: not an object")
     problems = []
-    if entry.get("task") not in BENCHMARKS.get(entry.get("benchmark"), ()):
+    if entry.get("task") not in known_tasks().get(entry.get("benchmark"), ()):
         problems.append(f"benchmark/task {entry.get('benchmark')!r}/{entry.get('task')!r}")
     if not _text(entry.get("model")):
         problems.append("model")
@@ -63,7 +82,7 @@ def _check(entry: Any, settings: dict[str, Any], sources: dict[str, Any], where:
 
 
 @cache
-def _entries(path: Path = PUBLISHED_FILE) -> tuple[dict[str, Any], ...]:
+def _entries(path: Path) -> tuple[dict[str, Any], ...]:
     """Every entry of the file, checked and resolved (read once)."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -75,7 +94,9 @@ def _entries(path: Path = PUBLISHED_FILE) -> tuple[dict[str, Any], ...]:
     return tuple(_check(e, settings, sources, f"{path}: entry {i}") for i, e in enumerate(doc["entries"]))
 
 
-def published(benchmark: str, task: str = "", metric: str = "pass@1", *, path: Path = PUBLISHED_FILE) -> list[dict[str, Any]]:
-    """The published entries for ``benchmark``/``task`` and ``metric`` (copies, highest value first)."""
-    found = [e for e in _entries(path) if (e["benchmark"], e["task"], e["metric"]) == (benchmark, task or "", metric)]
+def published(benchmark: str, task: str = "", metric: str = "pass@1", *, path: Path | None = None) -> list[dict[str, Any]]:
+    """The published entries for ``benchmark``/``task`` and ``metric`` (copies, highest value first),
+    from every published file (``path``: that file only)."""
+    entries = [e for f in ((path,) if path else published_files()) for e in _entries(f)]
+    found = [e for e in entries if (e["benchmark"], e["task"], e["metric"]) == (benchmark, task or "", metric)]
     return [{**e, "source": dict(e["source"])} for e in sorted(found, key=lambda e: (-e["value"], e["model"]))]

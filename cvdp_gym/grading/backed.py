@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import (
@@ -143,8 +144,8 @@ def reference_check(problem: Problem) -> ReferenceCheck | str:
     if problem.flow is None:  # a CVDP harness: the sources its simulator compiles
         top, compiled = _cvdp_design(problem)
         sources = compiled or problem.targets
-    elif problem.grader == "verilog-eval-v2":
-        top = "TopModule"
+    elif (bench := BENCHMARKS.get(problem.benchmark)) is not None and bench.top_module:
+        top = bench.top_module
     elif header:
         found = _MODULE.search(header)
         top = found.group(1) if found else None

@@ -8,7 +8,7 @@ mapped by ``official.OfficialImages``), reads its verdicts, and pairs them
 
 VerilogEval v2/v1 and RTLLM: ``benchmarks.run_benchmark_parity`` runs the benchmark's own
 scripts from a user's clone (in the sandbox) and our flows on the same answers (the
-references, seeded ``mutants``, or a file), one ``compare.BenchmarkRow`` each.
+references, seeded ``mutants``, or a file), one ``benchmarks.rows.BenchmarkRow`` each.
 """
 
 from __future__ import annotations

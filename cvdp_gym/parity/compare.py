@@ -12,16 +12,16 @@ For the other benchmarks, ``BenchmarkRow`` pairs our flow's ``official`` reading
 (:mod:`cvdp_gym.harness.flows`: the benchmark's own rule over the whole log) with the
 benchmark's own script's (``benchmarks.BenchmarkVerdict.reading``): VerilogEval v2's class,
 v1's result string, RTLLM's compiled and ``auto_run`` pass. It agrees when every key of
-the reading is equal (``READINGS``); ``pass_agrees`` compares pass/fail only, and
+the reading is equal (each official flow's ``reading_keys``); ``pass_agrees`` compares pass/fail only, and
 ``verdict_differs`` marks where our trusted verdict (``ours.passed``: the test bench's own
 lines) differs from the official pass, which only an answer that prints the pass words
-itself should cause. ``benchmark_summary_json`` adds both counts to ``summary_json``.
+itself should cause. ``benchmarks.rows.benchmark_summary_json`` adds both counts to ``summary_json``.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +35,8 @@ __all__ = [
     "AGREE",
     "DISAGREE",
     "LEFT_OUT",
-    "READINGS",
-    "BenchmarkRow",
     "ParityRow",
     "agreement",
-    "benchmark_summary_json",
     "summary_json",
 ]
 
@@ -114,100 +111,3 @@ def summary_json(rows: list[ParityRow], meta: dict[str, Any]) -> dict[str, Any]:
         },
         "rows": [r.to_json() for r in rows],
     }
-
-
-#: Per flow: the keys of the official reading compared, and what makes it a pass.
-READINGS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Any]], bool]]] = {
-    "verilog-eval-v2": (("class",), lambda r: r.get("class") == "."),
-    "verilog-eval-v1": (("result",), lambda r: r.get("result") == "passed"),
-    "rtllm": (("compiled", "auto_run"), lambda r: bool(r.get("auto_run"))),
-}
-
-
-@dataclass
-class BenchmarkRow(ParityRow):
-    """One answer to a VerilogEval or RTLLM problem: our flow's official reading vs the
-    benchmark's own script's (``official`` is a ``benchmarks.BenchmarkVerdict``)."""
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return READINGS[self.answer.problem.flow or ""][0]
-
-    @property
-    def ours_reading(self) -> dict[str, Any]:
-        return {k: self.ours.official[k] for k in self.keys if k in self.ours.official}
-
-    @property
-    def theirs_reading(self) -> dict[str, Any]:
-        return dict(getattr(self.official, "reading", {}) or {})
-
-    @property
-    def status(self) -> str:
-        if self.official.outcome in (MACHINE, MISSING) or self.ours.failure_class == UNSUPPORTED:
-            return LEFT_OUT
-        if len(self.ours_reading) != len(self.keys):
-            return LEFT_OUT
-        return AGREE if self.ours_reading == self.theirs_reading else DISAGREE
-
-    @property
-    def why_left_out(self) -> str:
-        if self.ours.failure_class == UNSUPPORTED:
-            return f"ours: {self.ours.reason}"
-        if self.official.outcome in (MACHINE, MISSING):
-            return f"the benchmark's scripts ({self.official.outcome}): {self.official.reason}"
-        return f"ours: our flow gave no official reading ({self.ours.verdict}: {self.ours.reason[:200]})"
-
-    def _passes(self, reading: dict[str, Any]) -> bool:
-        return READINGS[self.answer.problem.flow or ""][1](reading)
-
-    @property
-    def pass_agrees(self) -> bool | None:
-        """Pass/fail of the two official readings agree (None when left out)."""
-        if self.status == LEFT_OUT:
-            return None
-        return self._passes(self.ours_reading) == self._passes(self.theirs_reading)
-
-    @property
-    def verdict_differs(self) -> bool | None:
-        """Our trusted verdict differs from the official pass (None when left out)."""
-        if self.status == LEFT_OUT:
-            return None
-        return self.ours.passed != self._passes(self.theirs_reading)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.answer.problem.id,
-            "name": self.answer.name,
-            "official_id": self.official.id,
-            "category": self.answer.problem.category,
-            "status": self.status,
-            "ours": self.ours_reading,
-            "official": self.theirs_reading,
-            "pass_agrees": self.pass_agrees,
-            "ours_verdict": self.ours.verdict,
-            "ours_reason": self.ours.reason,
-            "verdict_differs": self.verdict_differs,
-            "ours_s": round(self.ours.wall_s, 3),
-            "official_outcome": self.official.outcome,
-            "official_reason": self.official.reason,
-            "official_logs": self.official.logs,
-            "official_s": round(self.official.seconds, 3),
-            "defect": self.answer.problem.defect,
-        }
-
-
-def benchmark_summary_json(rows: list[BenchmarkRow], meta: dict[str, Any]) -> dict[str, Any]:
-    """``summary_json`` plus, per category, pass/fail agreement and trusted-verdict differences."""
-    summary = summary_json(list(rows), meta)
-    table: dict[str, dict[str, int]] = {}
-    for row in rows:
-        if row.status == LEFT_OUT:
-            continue
-        for key in (row.answer.problem.category, "all"):
-            entry = table.setdefault(key, {"compared": 0, "pass_agree": 0, "verdict_differs": 0})
-            entry["compared"] += 1
-            entry["pass_agree"] += int(bool(row.pass_agrees))
-            entry["verdict_differs"] += int(bool(row.verdict_differs))
-    ordered = sorted(k for k in table if k != "all")
-    summary["pass_fail"] = {k: table[k] for k in [*ordered, "all"] if k in table}
-    return summary

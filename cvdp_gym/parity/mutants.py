@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError
 
@@ -413,7 +414,8 @@ def reference_answer(problem: Problem) -> tuple[str, str | None, str]:
     """(the reference answer's text, the top module, the header it follows) for a problem."""
     target = problem.targets[0] if problem.targets else ""
     text = (problem.reference or {}).get(target, "")
-    top = problem.extra.get("module") or ("TopModule" if problem.benchmark == "verilog-eval-v2" else None)
+    bench = BENCHMARKS.get(problem.benchmark)
+    top = problem.extra.get("module") or (bench.top_module if bench is not None else None)
     return text, (str(top) if top else None), str(problem.extra.get("header") or "")
 
 

@@ -1,11 +1,11 @@
 """Each benchmark's answer extraction, behind one entry point: ``extract_answer``.
 
 A CVDP answer's files come from :func:`cvdp_gym.parsers.response.extract_files`; the other
-benchmarks extract as their own scripts do: VerilogEval v2 as ``sv-generate`` writes a
-sample file (:func:`.verilog_eval.sample_file`), VerilogEval v1 a completion
-(:func:`.verilog_eval.completion`), RTLLM and the training sets graded against a reference
-design the design file (the first fenced block, else the text: RTLLM's repository has no
-extraction script, and this is what its users do). Never
+benchmarks extract as their own scripts do, each by its plug-in's ``answers`` part
+(``EXTRACTORS``, :mod:`cvdp_gym.plugins`): VerilogEval v2 as ``sv-generate`` writes a sample
+file, VerilogEval v1 a completion; a benchmark with no extractor (RTLLM, the training sets
+graded against a reference design) the design file (the first fenced block, else the text:
+RTLLM's repository has no extraction script, and this is what its users do). Never
 raises. A benchmark answer's extraction always yields its file, as the benchmark's script
 writes one whatever the answer holds; ``method`` is ``none`` when it held no code at all,
 which the grader scores ``format_error`` after the benchmark's own verdict is taken.
@@ -14,13 +14,13 @@ which the grader scores ``format_error`` after the benchmark's own verdict is ta
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.parsers.response import Extraction, answer_text, extract_files
+from cvdp_gym.plugins import PluginTable
 
-from .response import Extraction, answer_text, extract_files
-from .verilog_eval import CODE_COMPLETE, completion, sample_file
-
-__all__ = ["NO_CODE", "extract_answer"]
+__all__ = ["EXTRACTORS", "NO_CODE", "extract_answer", "has_code"]
 
 #: ``Extraction.method`` of a benchmark answer with no code in it.
 NO_CODE = "none"
@@ -31,24 +31,21 @@ _CODE = re.compile(
 )
 
 
+#: Each benchmark's extraction, by flow: ``(problem, answer text) -> (file text, method)``.
+EXTRACTORS: PluginTable[Callable[[Problem, str], tuple[str, str]]] = PluginTable("answers", "EXTRACTORS")
+
+
+def has_code(text: str) -> bool:
+    """Whether ``text`` holds Verilog-shaped code (not prose that merely names a module)."""
+    return _CODE.search(text) is not None
+
+
 def extract_answer(problem: Problem, response: str) -> Extraction:
     """The files ``problem``'s answer provides, extracted as its benchmark extracts them."""
-    flow = problem.flow
-    if flow is None or flow in ("rtllm", "reference"):
+    extractor = EXTRACTORS.get(problem.flow) if problem.flow else None
+    if extractor is None:
         return extract_files(response, list(problem.targets))
     text, ex = answer_text(response)
-    target = problem.targets[0]
-    if flow == "verilog-eval-v2":
-        interface = str(problem.extra.get("interface", "")) if problem.task == CODE_COMPLETE else ""
-        body = sample_file(problem.task, text, interface)
-        code = body.replace(interface, "") if interface else body
-        ex.method = "verilog-eval" if _CODE.search(_without_notes(code)) else NO_CODE
-    else:  # verilog-eval-v1: a completion after the prompt's header
-        body = completion(text, str(problem.extra.get("header", "")))
-        ex.method = "completion" if _CODE.search(body) else NO_CODE
-    ex.files = {target: body}
+    body, ex.method = extractor(problem, text)
+    ex.files = {problem.targets[0]: body}
     return ex
-
-
-def _without_notes(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("// VERILOG-EVAL:"))

@@ -1,47 +1,6 @@
-"""The benchmarks' own test-bench flows, one module each, found by the grader's name.
+"""How one answer to a benchmark problem runs: the flows by name (:mod:`.catalog`) and the shared
+``reference`` flow (:mod:`.reference`); each benchmark's own flow is in its plug-in package."""
 
-A flow runs one answer as its benchmark's own scripts run it, in the sandbox, on the
-simulator the problem names, and returns a ``HarnessResult`` whose ``official`` holds the
-benchmark's own verdict (over the whole log) beside the verdict this project trusts (the
-test bench's own lines: :mod:`cvdp_gym.harness.testbench`). ``HarnessRunner.run`` hands a
-problem with a ``Problem.flow`` to ``flow_for(problem.flow)``; CVDP's cocotb harnesses keep
-their own path. The ``reference`` flow (``flows.reference``) is not a benchmark's: it judges
-an answer by equivalence with the problem's reference design (training sets, issue 29).
-"""
-
-from __future__ import annotations
-
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Protocol
-
-from cvdp_gym.data.problems import Problem
-from cvdp_gym.harness.flows.reference import ReferenceFlow
-from cvdp_gym.harness.flows.rtllm import RtllmFlow
-from cvdp_gym.harness.flows.verilog_eval import VerilogEvalV2Flow
-from cvdp_gym.harness.flows.verilog_eval_v1 import VerilogEvalV1Flow
-from cvdp_gym.harness.results import HarnessResult
-from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.harness.flows.catalog import FLOWS, Flow, flow_for
 
 __all__ = ["FLOWS", "Flow", "flow_for"]
-
-
-class Flow(Protocol):
-    """Runs one answer to a benchmark problem and judges it as the benchmark does."""
-
-    name: str
-
-    def run(
-        self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
-    ) -> HarnessResult: ...
-
-
-#: Every flow, by the grader name problems give (``Problem.grader``).
-FLOWS: dict[str, Flow] = {
-    f.name: f for f in (VerilogEvalV2Flow(), VerilogEvalV1Flow(), RtllmFlow(), ReferenceFlow())
-}
-
-
-def flow_for(name: str) -> Flow | None:
-    """The flow called ``name``, or None."""
-    return FLOWS.get(name)

@@ -15,10 +15,10 @@ from typing import ClassVar
 
 import pytest
 
+from cvdp_gym.benchmarks.verilog_eval_v2.data import VerilogEvalV2
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.benchmark import Pin
 from cvdp_gym.data.benchmarks import BENCHMARKS, detect, sources
-from cvdp_gym.data.benchmarks.verilog_eval import VerilogEvalV2
 from cvdp_gym.errors import DatasetError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"

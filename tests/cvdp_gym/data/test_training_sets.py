@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cvdp_gym.data import load_dataset
-from cvdp_gym.data.benchmarks import BENCHMARKS, TRAINING_SETS, detect, fetch, locate
+from cvdp_gym.data.benchmarks import BENCHMARKS, detect, fetch, locate, training_sets
 from cvdp_gym.data.benchmarks.plain_pickle import plain_loads
 from cvdp_gym.data.benchmarks.training import SYSTEM_MESSAGE, top_module
 from cvdp_gym.data.bundle import export_jsonl
@@ -53,7 +53,7 @@ def one_line(exc: pytest.ExceptionInfo, path: Path | None = None) -> str:
 @pytest.fixture(autouse=True)
 def no_sources(monkeypatch):
     """No environment variable names a training set's files."""
-    for bench in TRAINING_SETS:
+    for bench in training_sets():
         monkeypatch.delenv(bench.env_var, raising=False)
 
 
@@ -379,7 +379,7 @@ def test_locate_and_fetch_send_training_sets_to_their_own_files():
     with pytest.raises(DatasetError) as exc:
         fetch(BENCHMARKS["rtlcoder"], log=lambda _: None)
     assert "github.com/hkust-zhiyao/RTL-Coder" in one_line(exc)
-    for bench in TRAINING_SETS:
+    for bench in training_sets():
         assert bench.describe()["grader"] == "reference"
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from cvdp_gym.benchmarks.rtllm import flow as rtllm
+from cvdp_gym.benchmarks.verilog_eval_v2 import flow as verilog_eval
 from cvdp_gym.data import load_dataset
 from cvdp_gym.harness import HarnessRunner
-from cvdp_gym.harness.flows import rtllm, verilog_eval
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.sandbox.base import Limits
 

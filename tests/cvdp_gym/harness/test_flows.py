@@ -16,8 +16,8 @@ from typing import ClassVar
 
 import pytest
 
+from cvdp_gym.benchmarks.verilog_eval_v2.data import VerilogEvalV2
 from cvdp_gym.data import load_dataset
-from cvdp_gym.data.benchmarks.verilog_eval import VerilogEvalV2
 from cvdp_gym.envs.prompts import answer_text
 from cvdp_gym.grading import Grader
 from cvdp_gym.harness import HarnessRunner

@@ -21,14 +21,14 @@ import gymnasium as gym
 import pytest
 
 import cvdp_gym  # noqa: F401  (registers the environments)
+from cvdp_gym.benchmarks.rtllm.flow import auto_run_pass
+from cvdp_gym.benchmarks.verilog_eval_v1.flow import judge
+from cvdp_gym.benchmarks.verilog_eval_v2.flow import analyze
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
 from cvdp_gym.grading import Grader
 from cvdp_gym.grading.rewards import make_reward
 from cvdp_gym.harness import HarnessRunner
-from cvdp_gym.harness.flows.rtllm import auto_run_pass
-from cvdp_gym.harness.flows.verilog_eval import analyze
-from cvdp_gym.harness.flows.verilog_eval_v1 import judge
 from cvdp_gym.harness.runner import RunOptions
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits

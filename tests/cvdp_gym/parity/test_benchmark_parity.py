@@ -23,14 +23,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cvdp_gym.benchmarks.verilog_eval_v1.official import enable_execution
 from cvdp_gym.cli import app
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
 from cvdp_gym.parity import AGREE, DISAGREE, LEFT_OUT
 from cvdp_gym.parity.answers import Answer
 from cvdp_gym.parity.benchmarks import benchmark_answers, run_benchmark_parity
-from cvdp_gym.parity.benchmarks.verilog_eval_v1 import enable_execution
-from cvdp_gym.parity.compare import benchmark_summary_json
+from cvdp_gym.parity.benchmarks.rows import benchmark_summary_json
 from cvdp_gym.parity.mutants import (
     BEHAVIOUR_KINDS,
     HANG,
@@ -462,8 +462,8 @@ def test_references_and_mutants_as_answers(ve2_problems):
 
 
 def test_answers_spec_and_auto_run_edits_are_checked(ve2_problems):
+    from cvdp_gym.benchmarks.rtllm.official import read_result_dic, set_path
     from cvdp_gym.errors import ConfigError
-    from cvdp_gym.parity.benchmarks.rtllm import read_result_dic, set_path
 
     with pytest.raises(ConfigError):
         benchmark_answers("mutants:many", ve2_problems)

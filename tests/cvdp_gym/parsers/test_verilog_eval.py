@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from cvdp_gym.benchmarks.verilog_eval_v1.answers import completion
+from cvdp_gym.benchmarks.verilog_eval_v2.answers import CODE_COMPLETE, SPEC_TO_RTL, sample_file
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
 from cvdp_gym.parsers.benchmark_answers import NO_CODE, extract_answer
-from cvdp_gym.parsers.verilog_eval import CODE_COMPLETE, SPEC_TO_RTL, completion, sample_file
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
 NO_TAGS = "// VERILOG-EVAL: response did not use <CODE></CODE> correctly"

@@ -101,6 +101,11 @@ class VerilogEvalV1Official:
     """VerilogEval v1's ``check_correctness``, run from a user's clone."""
 
     benchmark = "verilog-eval-v1"
+    reading_keys = ("result",)
+
+    def reading_passed(self, reading: dict[str, Any]) -> bool:
+        """``check_correctness``'s ``passed``."""
+        return reading.get("result") == "passed"
 
     def check(self, clone: Path) -> None:
         if not (clone / EXECUTION).is_file():
@@ -160,3 +165,7 @@ class VerilogEvalV1Official:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             return dict(pool.map(one, answers))
 
+
+
+#: This plug-in's official flow (:mod:`cvdp_gym.plugins`).
+OFFICIAL_FLOWS = (VerilogEvalV1Official(),)

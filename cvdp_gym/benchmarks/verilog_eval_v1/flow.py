@@ -145,3 +145,7 @@ class VerilogEvalV1Flow:
             wall_s=run.outcome.wall_s, official={"result": official, "passed": official == PASSED, "verdict_result": verdict},
             defect=problem.defect,
         )
+
+
+#: This plug-in's flows (:mod:`cvdp_gym.plugins`).
+FLOWS = (VerilogEvalV1Flow(),)

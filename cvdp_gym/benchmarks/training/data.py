@@ -250,3 +250,8 @@ class ReferenceSet(TrainingSet):
             categories=(optional["category"],) if optional["category"] else (),
             metadata=plain_data(metadata) or None,
         )
+
+
+#: The training sets (:mod:`cvdp_gym.plugins`), in the order a file's first row is matched
+#: against their layouts: the published layouts first, the generic one last.
+BENCHMARKS = (CodevR1(), VeriThoughts(), RtlCoder(), ReferenceSet())

@@ -11,7 +11,7 @@ task, the ``n``-shot examples first (``?shots=N``, 0 to 4), then for spec-to-RTL
 ``[BEGIN]`` and ``[DONE]``, and ``Answer:``; for code completion the problem commented out
 line by line down to ``module TopModule``, after the task's one-line preamble. The answer
 is module ``TopModule``; the reference is ``RefModule`` renamed. Graded by the
-``verilog-eval-v2`` flow on Icarus 12 (:mod:`cvdp_gym.harness.flows.verilog_eval`).
+``verilog-eval-v2`` flow on Icarus 12 (:mod:`cvdp_gym.benchmarks.verilog_eval_v2.flow`).
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ Enclose your code with [BEGIN] and [DONE]. Only output the code snippet
 and do NOT output anything else.
 """
 MAX_SHOTS = 4
+#: A harness file whose name ends so holds modules the benchmark provides beside the answer
+#: (ChipBench's submodules given in the prompt, which its reference file also defines): compiled
+#: with the answer and counted as its own by the static check, never renamed.
+PROVIDED = "_provided.sv"
 
 
 def build_prompt(task: str, prompt: str, *, examples: str = "", rules: bool = False) -> str:
@@ -106,6 +110,29 @@ def _shots(options: Mapping[str, str]) -> int:
     return shots
 
 
+_QUESTION, _ANSWER = "Question:\n", "Answer:"
+
+
+def between_begin_done(code: str) -> str:
+    """``code`` as a spec-to-RTL answer: between ``[BEGIN]`` and ``[DONE]``, as the prompt asks."""
+    return "[BEGIN]\n" + code.rstrip("\n") + "\n[DONE]"
+
+
+def question_text(prompt: str) -> str:
+    """A spec-to-RTL prompt's own text: after the last ``Question:``, less the wrapping."""
+    if _QUESTION in prompt:
+        prompt = prompt.rpartition(_QUESTION)[2].rstrip().removesuffix(_ANSWER)
+    return without_wrapping(prompt)
+
+
+def without_wrapping(text: str) -> str:
+    """``text`` less the rules, ``[BEGIN]``/``[DONE]`` instructions and code-completion preamble
+    VerilogEval puts around every problem's description."""
+    for wrapping in (RULES.strip(), BEGIN_DONE.strip(), PREAMBLE[CODE_COMPLETE].strip()):
+        text = text.replace(wrapping, " ")
+    return text
+
+
 class VerilogEvalV2(Benchmark):
     name = "verilog-eval-v2"
     title = "VerilogEval v2"
@@ -122,6 +149,7 @@ class VerilogEvalV2(Benchmark):
     #: The paper's headline figures (GPT-4o 63% on spec-to-RTL) use one in-context example
     #: and no rules; ``?shots=0`` is the scripts' own default.
     option_defaults: ClassVar[dict[str, str]] = {"shots": "1", "rules": "0", "agentic": "0"}
+    top_module = "TopModule"
     #: Found by ``cvdp-gym check`` on the pinned commit (Icarus 12); a ``task.name`` key is
     #: one task's, a bare name both tasks'.
     defects: ClassVar[dict[str, str]] = {
@@ -134,6 +162,27 @@ class VerilogEvalV2(Benchmark):
 
     def holds(self, path: Path) -> bool:
         return any((path / f"dataset_{task}").is_dir() for task in self.tasks)
+
+    def answer_text(self, problem: Problem, files: Mapping[str, str]) -> str | None:
+        """Spec-to-RTL answers between ``[BEGIN]`` and ``[DONE]``, as its prompt asks."""
+        return between_begin_done(files[problem.targets[0]]) if problem.task == SPEC_TO_RTL else None
+
+    def specification(self, problem: Problem) -> str:
+        """The problem's own text: after the last ``Question:`` (spec-to-RTL) or the code-completion
+        preamble, less the rules and answer instructions."""
+        text = problem.prompt
+        if problem.task == SPEC_TO_RTL:
+            return question_text(text)
+        if problem.task == CODE_COMPLETE:
+            text = text.rpartition(PREAMBLE[CODE_COMPLETE].strip())[2]
+        return without_wrapping(text)
+
+    def find(self, path: Path) -> tuple[Path, tuple[str, ...]] | None:
+        """A clone, or one ``dataset_<task>`` folder of it (that task only)."""
+        task = path.name.removeprefix("dataset_")
+        if path.is_dir() and not self.holds(path) and path.name.startswith("dataset_") and task in self.tasks:
+            return path.parent, (task,)
+        return super().find(path)
 
     def files(self, root: Path) -> list[Path]:
         found = [p for task in self.tasks for p in sorted((root / f"dataset_{task}").glob("*")) if p.is_file()]
@@ -207,3 +256,7 @@ def problem_names(folder: Path) -> list[str]:
     if missing:
         raise DatasetError(f"{folder}: problems.txt names problems without files: {', '.join(missing[:5])}")
     return names
+
+
+#: This plug-in's datasets (:mod:`cvdp_gym.plugins`).
+BENCHMARKS = (VerilogEvalV2(),)

@@ -1,4 +1,4 @@
-"""VerilogEval's answer extraction, as ``scripts/sv-generate`` writes a sample file.
+"""VerilogEval v2's answer extraction, as ``scripts/sv-generate`` writes a sample file.
 
 ``sample_file(task, response, interface)`` returns the text ``sv-generate`` would write for
 ``response``, byte for byte: spec-to-RTL takes the lines between ``[BEGIN]`` and ``[DONE]``,
@@ -10,19 +10,14 @@ an errant module declaration or a missing ``endmodule``. The one step before it 
 script never needed (:func:`cvdp_gym.parsers.benchmark_answers.extract_answer` takes it): a
 reasoning model's thinking (``<think>...</think>``, Harmony's analysis) is dropped first, as
 an API that separates reasoning would have.
-
-VerilogEval v1 answers are completions (the module's body after the header in its
-prompt): ``completion(response, header)`` is the code block, or the whole text, cut to the
-body when it repeats the module's header.
 """
 
 from __future__ import annotations
 
-import re
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.parsers.benchmark_answers import NO_CODE, has_code
 
-from ._common import find_fenced_blocks
-
-__all__ = ["CODE_COMPLETE", "SPEC_TO_RTL", "completion", "sample_file"]
+__all__ = ["CODE_COMPLETE", "EXTRACTORS", "SPEC_TO_RTL", "sample_file"]
 
 SPEC_TO_RTL, CODE_COMPLETE = "spec-to-rtl", "code-complete-iccad2023"
 _NO_CODE_TAGS = "// VERILOG-EVAL: response did not use <CODE></CODE> correctly"
@@ -124,18 +119,18 @@ def sample_file(task: str, answer: str, interface: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-_HEADER_END = re.compile(r"\)\s*;")
+def extract(problem: Problem, text: str) -> tuple[str, str]:
+    """The sample file for ``problem``'s answer ``text``, and the extraction method (``none``:
+    no code in it, once ``sv-generate``'s interface and notes are left out)."""
+    interface = str(problem.extra.get("interface", "")) if problem.task == CODE_COMPLETE else ""
+    body = sample_file(problem.task, text, interface)
+    code = body.replace(interface, "") if interface else body
+    return body, "verilog-eval" if has_code(_without_notes(code)) else NO_CODE
 
 
-def completion(answer: str, header: str) -> str:
-    """A VerilogEval v1 completion: the answer's code block (or its text; thinking dropped),
-    without the module header the prompt already holds when the answer repeats it."""
-    text = answer
-    blocks = find_fenced_blocks(text)
-    code = blocks[0].text if blocks else text
-    name = re.search(r"\bmodule\s+(\w+)", header)
-    declared = re.search(rf"\bmodule\s+{re.escape(name.group(1))}\b", code) if name else None
-    if declared is None:
-        return code
-    end = _HEADER_END.search(code, declared.end())
-    return code[end.end():] if end else code
+def _without_notes(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("// VERILOG-EVAL:"))
+
+
+#: This plug-in's answer extraction, by flow (:mod:`cvdp_gym.plugins`).
+EXTRACTORS = {"verilog-eval-v2": extract}

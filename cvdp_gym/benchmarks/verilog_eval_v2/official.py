@@ -35,6 +35,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.parity.answers import Answer
@@ -48,7 +49,7 @@ from cvdp_gym.parity.benchmarks.sandboxed import (
     verdict,
     write_executable,
 )
-from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.sandbox.base import Limits, Mount, Sandbox
 
 #: ``sv-iv-analyze``'s pass class, and the most samples its two-digit numbering allows.
 PASS_CLASS, MAX_SAMPLES = ".", 99
@@ -75,11 +76,28 @@ class VerilogEvalV2Official:
     """VerilogEval v2's Makefile flow and analysis script, run from a user's clone."""
 
     benchmark = "verilog-eval-v2"
+    reading_keys = ("class",)
+
+    def reading_passed(self, reading: dict[str, Any]) -> bool:
+        """``sv-iv-analyze``'s class ``.``: no mismatch."""
+        return reading.get("class") == "."
+
+    #: What the error names when a folder is not a clone of the benchmark.
+    upstream = "NVlabs/verilog-eval (main)"
 
     def check(self, clone: Path) -> None:
         absent = [name for name in _REQUIRED if not (clone / name).is_file()]
         if absent:
-            raise ConfigError(f"{clone} is not a clone of NVlabs/verilog-eval (main): no {', '.join(absent)}")
+            raise ConfigError(f"{clone} is not a clone of {self.upstream}: no {', '.join(absent)}")
+
+    def dataset(self, clone: Path, task: str) -> Path:
+        """The clone's folder of ``task``'s problems."""
+        return clone / f"dataset_{task}"
+
+    def configure(self, clone: Path, task: str) -> tuple[str, list[Mount]]:
+        """The ``configure`` options that pick ``task``'s problems, and any mount they need."""
+        del clone
+        return f"--with-task={task}", []
 
     def run(
         self,
@@ -95,7 +113,7 @@ class VerilogEvalV2Official:
         parity = _shims(work / "shims")
         out: dict[int, BenchmarkVerdict] = {}
         for (task, count, round_number), batch in _batches(answers).items():
-            folder = work / "verilog-eval-v2" / f"{task}-n{count:02d}" / f"round{round_number}"
+            folder = work / self.benchmark / f"{task}-n{count:02d}" / f"round{round_number}"
             out.update(self._build(batch, task, count, sandbox=sandbox, clone=clone, parity=parity, folder=folder, jobs=jobs))
             for answers_of_problem in batch.values():
                 for answer in answers_of_problem:
@@ -106,9 +124,11 @@ class VerilogEvalV2Official:
         self, batch: dict[str, list[Answer]], task: str, count: int, *, sandbox: Sandbox, clone: Path, parity: Path,
         folder: Path, jobs: int,
     ) -> dict[int, BenchmarkVerdict]:
-        dataset = clone / f"dataset_{task}"
+        dataset = self.dataset(clone, task)
         if not dataset.is_dir():
-            return {a.index: machine(str(a.index), f"{clone} has no dataset_{task}") for b in batch.values() for a in b}
+            where = dataset.relative_to(clone) if dataset.is_relative_to(clone) else dataset
+            return {a.index: machine(str(a.index), f"{clone} has no {where}") for b in batch.values() for a in b}
+        options, mounts = self.configure(clone, task)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "problems.txt").write_text("".join(f"{name}\n" for name in batch), encoding="utf-8")
         samples: dict[int, tuple[str, int]] = {}
@@ -124,7 +144,7 @@ class VerilogEvalV2Official:
                     newer_than(path, dataset / f"{name}_prompt.txt")
                 samples[answer.index] = (name, number)
         script = (
-            f"/benchmark/configure --with-task={task} --with-samples={count} --with-problems=/work/problems.txt "
+            f"/benchmark/configure {options} --with-samples={count} --with-problems=/work/problems.txt "
             "> configure.log 2>&1 || { echo 'configure failed'; tail -5 configure.log; exit 3; }\n"
             f"make SHELL=/bin/bash -j{max(1, jobs)} > make.log 2>&1\n"
             "status=$?; echo \"make exit $status\"; tail -3 make.log; exit $status\n"
@@ -132,7 +152,7 @@ class VerilogEvalV2Official:
         wall = 120.0 + (SIM_LIMIT_S + 5.0) * len(samples) / max(1, jobs)
         start = time.monotonic()
         result = run_sandboxed(
-            sandbox, script, clone=clone, parity=parity, work=folder, simulator="icarus12",
+            sandbox, script, clone=clone, parity=parity, work=folder, simulator="icarus12", extra_mounts=mounts,
             limits=Limits(wall_s=wall, memory_mb=8192, processes=1024), env={"PYTHONPATH": "/parity/py"},
         )
         seconds = (time.monotonic() - start) / max(1, len(samples))
@@ -180,3 +200,7 @@ def read_summary(path: Path) -> dict[tuple[str, int], str]:
         for number, cls in enumerate(parts[4:], 1):
             out[(parts[0], number)] = cls
     return out
+
+
+#: This plug-in's official flow (:mod:`cvdp_gym.plugins`).
+OFFICIAL_FLOWS = (VerilogEvalV2Official(),)

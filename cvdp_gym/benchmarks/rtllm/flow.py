@@ -21,7 +21,7 @@ to the test bench's own lines, and needs the simulation to end within the rule's
 The run renames the test bench's modules, scopes and file, and a design that names them (or
 opens its data files) is ``reach_in`` (``testbench.isolated_run``). RTLLM's test benches
 compare with ``!=`` in an ``if``, which takes an X output as equal: beside each renamed run an
-X guard (:mod:`cvdp_gym.harness.xguard`) fails an output that never has a known bit while the
+X guard (:mod:`cvdp_gym.benchmarks.rtllm.xguard`) fails an output that never has a known bit while the
 inputs are known, where the reference drives it under the same test bench (the reference's
 run, once per problem in a process); its lines never reach either reading.
 """
@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cvdp_gym.benchmarks.rtllm import xguard
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.harness import xguard
 from cvdp_gym.harness.isolation import Isolated, isolate
 from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
@@ -263,3 +263,7 @@ def _summary(lines: list[str]) -> str:
     """The test bench's last words on a failing run (bounded)."""
     text = " / ".join(line.strip() for line in lines if line.strip())
     return text[-300:]
+
+
+#: This plug-in's flows (:mod:`cvdp_gym.plugins`).
+FLOWS = (RtllmFlow(),)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cvdp_gym.benchmarks.verilog_eval_v2.data import PROVIDED
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness.isolation import Isolated
 from cvdp_gym.harness.reach_in import scan
@@ -160,7 +161,7 @@ def _count(line: str, found: Analysis) -> bool:
 
 
 def _script(answer: str, test: str, ref: str, exe: str, root: str) -> str:
-    """The flow's commands; the test bench's copy (it holds the secret) and the compiled
+    """The flow's commands (``answer``: the answer's file, and any provided beside it); the test bench's copy (it holds the secret) and the compiled
     simulation are gone before the answer runs."""
     return (
         f"{COMPILE} -s {root} -o {exe} {answer} {test} {ref} > compile.log 2>&1\n"
@@ -188,17 +189,20 @@ class VerilogEvalV2Flow:
         answer = files.get(target, "")
         test, ref = f"{name}_test.sv", f"{name}_ref.sv"
         sources = {test: problem.harness.get(test, ""), ref: problem.harness.get(ref, "")}
+        provided = {path: text for path, text in problem.harness.items() if path.endswith(PROVIDED)}
 
         def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
-            return self._run(sandbox, problem, target, answer, sources, isolated, limits=limits, keep_dir=keep)
+            return self._run(sandbox, problem, target, answer, sources, isolated, provided=provided, limits=limits, keep_dir=keep)
 
-        return isolated_run(scan({target: answer}, protected=sources), sources, once, keep_dir)
+        found = scan({target: answer}, supplied=provided, protected=[*sources, *provided])
+        return isolated_run(found, sources, once, keep_dir)
 
     def _run(
         self, sandbox: Sandbox, problem: Problem, target: str, answer: str, sources: Mapping[str, str],
-        isolated: Isolated | None, *, limits: Limits, keep_dir: Path | None,
+        isolated: Isolated | None, *, provided: Mapping[str, str], limits: Limits, keep_dir: Path | None,
     ) -> HarnessResult:
-        """One run, as the Makefile runs it: with the run's names (``isolated``), or untouched."""
+        """One run, as the Makefile runs it: with the run's names (``isolated``), or untouched;
+        ``provided`` compiled beside the answer, never renamed."""
         (test, test_text), (ref, ref_text) = sources.items()
         root, restore = ROOT, str
         if isolated is not None:
@@ -206,9 +210,9 @@ class VerilogEvalV2Flow:
             root, restore = isolated.module(ROOT), isolated.restore
         secret = new_secret()
         exe = f"{problem.extra.get('name') or problem.id}_sample01"
-        work = {target: answer, test: instrument(test_text, secret), ref: ref_text}
+        work = {target: answer, **provided, test: instrument(test_text, secret), ref: ref_text}
         run = run_script(
-            sandbox, problem.toolchain, _script(target, test, ref, exe, root), work, self.logs, limits=limits,
+            sandbox, problem.toolchain, _script(" ".join([target, *provided]), test, ref, exe, root), work, self.logs, limits=limits,
             keep_dir=keep_dir,
         )
         compile_log = restore(run.logs["compile.log"])
@@ -271,3 +275,7 @@ def _reason(analysis: Analysis, log: str) -> str:
     if analysis.cls in ("r", "R"):
         return f"{label}: {analysis.line.strip() or 'the test bench reported no result'}"
     return f"{label}" + (f": {analysis.line.strip()[:300]}" if analysis.line.strip() else "")
+
+
+#: This plug-in's flows (:mod:`cvdp_gym.plugins`).
+FLOWS = (VerilogEvalV2Flow(),)

@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cvdp_gym.data.benchmarks.rtllm import design_folders
+from cvdp_gym.benchmarks.rtllm.data import design_folders
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.parity.answers import Answer
 from cvdp_gym.parity.benchmarks import python_packages
@@ -129,6 +129,11 @@ class RtllmOfficial:
     """RTLLM's ``auto_run.py`` from a user's clone, VCS stood in for by Icarus."""
 
     benchmark = "rtllm"
+    reading_keys = ("compiled", "auto_run")
+
+    def reading_passed(self, reading: dict[str, Any]) -> bool:
+        """``auto_run.py``'s rule: "Pass" or "pass" in the output."""
+        return bool(reading.get("auto_run"))
 
     def check(self, clone: Path) -> None:
         if not (clone / AUTO_RUN).is_file() or not design_folders(clone):
@@ -230,3 +235,7 @@ class RtllmOfficial:
                     design, passed, {"compiled": compiled, "auto_run": passed}, reason=reason, logs=logs, seconds=seconds,
                 )
         return out
+
+
+#: This plug-in's official flow (:mod:`cvdp_gym.plugins`).
+OFFICIAL_FLOWS = (RtllmOfficial(),)

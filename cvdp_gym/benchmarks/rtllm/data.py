@@ -11,7 +11,7 @@ that file; its module is the one the test bench instantiates (``extra["module"]`
 references keep a ``verified_`` prefix on their module's name, which no test bench
 instantiates: the reference answer has that header renamed (as TuRTLe's copy has it). The
 official flow needs Synopsys VCS; here it runs on Icarus 13 (the root's, ``cvdp-sim``) as
-the open flows do (:mod:`cvdp_gym.harness.flows.rtllm`). ``?rule=open``
+the open flows do (:mod:`cvdp_gym.benchmarks.rtllm.flow`). ``?rule=open``
 makes the environments' verdict use the open flows' pass rule ("Passed" and no "ERROR")
 instead of ``auto_run.py``'s ("pass" anywhere in the output).
 """
@@ -139,6 +139,17 @@ class _Rtllm(Benchmark):
     def holds(self, path: Path) -> bool:
         return path.is_dir() and bool(design_folders(path))
 
+    #: Whether a copy's design folders sit in category folders (v2.0) or at its root (v1.1).
+    nested: ClassVar[bool]
+
+    def find(self, path: Path) -> tuple[Path, tuple[str, ...]] | None:
+        """A copy (or one design folder) whose folders are laid out as this version's."""
+        folders = design_folders(path) if path.is_dir() else []
+        if not folders:
+            return None
+        nested = any(len(f.relative_to(path).parts) > 1 for f in folders)
+        return (path, ()) if nested == self.nested else None
+
     def files(self, root: Path) -> list[Path]:
         return [p for folder in design_folders(root) for p in sorted(folder.iterdir()) if p.is_file()]
 
@@ -226,6 +237,7 @@ _V11_DEFECTS = {
 class RtllmV2(_Rtllm):
     name = "rtllm-v2"
     title = "RTLLM v2.0"
+    nested = True
     defects: ClassVar[dict[str, str]] = _V2_DEFECTS
     pin = Pin(
         "https://github.com/hkust-zhiyao/RTLLM",
@@ -238,6 +250,7 @@ class RtllmV2(_Rtllm):
 class RtllmV11(_Rtllm):
     name = "rtllm-v1.1"
     title = "RTLLM v1.1"
+    nested = False
     defects: ClassVar[dict[str, str]] = _V11_DEFECTS
     env_var = "CVDP_GYM_RTLLM_V1_1"
     pin = Pin(
@@ -246,3 +259,7 @@ class RtllmV11(_Rtllm):
         "d34f46c1f92b0d1a1676ce9fd21c43353e85da481c5566050131b4dd4c50ba78",
         "v1.1",
     )
+
+
+#: This plug-in's datasets (:mod:`cvdp_gym.plugins`).
+BENCHMARKS = (RtllmV2(), RtllmV11())

@@ -1,0 +1,46 @@
+"""Every flow by name: how one answer to a benchmark problem runs and is judged.
+
+A flow runs one answer as its benchmark's own scripts run it, in the sandbox, on the
+simulator the problem names, and returns a ``HarnessResult`` whose ``official`` holds the
+benchmark's own verdict (over the whole log) beside the verdict this project trusts (the
+test bench's own lines: :mod:`cvdp_gym.harness.testbench`). ``HarnessRunner.run`` hands a
+problem with a ``Problem.flow`` to ``flow_for(problem.flow)``; CVDP's cocotb harnesses keep
+their own path. The benchmarks' flows are their plug-ins' ``flow`` parts
+(``cvdp_gym/benchmarks/<name>/flow.py``, :mod:`cvdp_gym.plugins`), read on first use; the
+``reference`` flow (:mod:`.reference`) is shared: it judges an answer by equivalence with
+the problem's reference design (training sets, issue 29).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.flows.reference import ReferenceFlow
+from cvdp_gym.harness.results import HarnessResult
+from cvdp_gym.plugins import PluginTable
+from cvdp_gym.sandbox.base import Limits, Sandbox
+
+__all__ = ["FLOWS", "Flow", "flow_for"]
+
+
+class Flow(Protocol):
+    """Runs one answer to a benchmark problem and judges it as the benchmark does."""
+
+    name: str
+
+    def run(
+        self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+    ) -> HarnessResult: ...
+
+
+#: Every flow, by the grader name problems give (``Problem.grader``): the shared ``reference``
+#: flow, then the plug-ins'.
+FLOWS: PluginTable[Flow] = PluginTable("flow", "FLOWS", extra=lambda: {ReferenceFlow.name: ReferenceFlow()})
+
+
+def flow_for(name: str) -> Flow | None:
+    """The flow called ``name``, or None."""
+    return FLOWS.get(name)
