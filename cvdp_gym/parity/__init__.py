@@ -1,9 +1,9 @@
 """``cvdp-gym parity``: the official CVDP runner and this tool, on the same answers.
 
-``run_parity`` (``cvdp.py``) grades each answer here (the harness, as ``cvdp-gym check``), writes the
-answers as the official runner's golden-mode input (``answers.official_datasets``), runs a
-user's clone of NVlabs/cvdp_benchmark on it with Docker (``official.run_official``, images
-mapped by ``official.OfficialImages``), reads its verdicts, and pairs them
+``run_parity`` (``cvdp.py``) grades each answer here (the harness, as ``cvdp-gym check``),
+writes the answers as the official runner's golden-mode input (``answers.official_datasets``),
+runs a user's clone of NVlabs/cvdp_benchmark on it with Docker (``official.run_official``,
+images mapped by ``official.OfficialImages``), reads its verdicts, and pairs them
 (``compare.ParityRow``). Failures of the machine are reported apart, never as verdicts.
 
 VerilogEval v2/v1 and RTLLM: ``benchmarks.run_benchmark_parity`` runs the benchmark's own
