@@ -1,58 +1,12 @@
 """Loading problems: CVDP (local JSONL files, the bundled set, the Hugging Face hub) and the
-other benchmarks (:mod:`cvdp_gym.data.benchmarks`: VerilogEval v1/v2, RTLLM v1.1/v2.0)."""
+other benchmarks (:mod:`cvdp_gym.data.benchmarks`: VerilogEval v1/v2, RTLLM v1.1/v2.0);
+``load_dataset`` (``loading.py``) takes any of them by its spec."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from cvdp_gym.data.benchmarks import detect, is_benchmark_spec, load_benchmark
-from cvdp_gym.data.bundle import bundled_candidates, bundled_records
-from cvdp_gym.data.problems import Dataset, DatasetError, Problem, load_jsonl, load_records
+from cvdp_gym.data.bundle import bundled_candidates
+from cvdp_gym.data.loading import BUNDLED as BUNDLED
+from cvdp_gym.data.loading import load_dataset
+from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 
 __all__ = ["Dataset", "DatasetError", "Problem", "bundled_candidates", "load_dataset"]
-
-BUNDLED = "bundled"
-
-
-def load_dataset(spec: str | Path | None = None, **filters: Any) -> Dataset:
-    """Load problems from ``spec``.
-
-    ``None`` or ``"bundled"``: the problems this package ships. ``"hf"``, ``"hf:PATTERN"`` or
-    ``"hf:PATTERN@REVISION"``: JSONL files of ``nvidia/cvdp-benchmark-dataset`` whose names
-    contain PATTERN (downloaded once into the hub cache; ``token=`` and ``cache_dir=`` are
-    passed on). A benchmark: ``NAME[:TASK][?options]`` (``verilog-eval-v2:spec-to-rtl``,
-    ``rtllm-v2``; its files found as :func:`cvdp_gym.data.benchmarks.locate` says, or in
-    ``benchmark_dir=``), or the path of a copy of one. Anything else: a local CVDP JSONL
-    file or a directory of them. Filters: ``ids``, ``categories``, ``difficulty``,
-    ``include_unsupported``, ``lenient``.
-    """
-    benchmark_dir = filters.pop("benchmark_dir", None)
-    if spec is None or str(spec) == BUNDLED:
-        return load_records(bundled_records(), source=BUNDLED, **filters)
-    text = str(spec)
-    if is_benchmark_spec(text) or detect(Path(text)) is not None:
-        filters.pop("token", None)
-        filters.pop("cache_dir", None)
-        return load_benchmark(text, benchmark_dir=benchmark_dir, **filters)
-    if text == "hf" or text.startswith("hf:"):
-        from cvdp_gym.data import hub
-
-        token = filters.pop("token", None)
-        cache_dir = filters.pop("cache_dir", None)
-        pattern, _, revision = text[3:].partition("@")
-        paths = hub.download(
-            pattern or hub.DEFAULT_PATTERN,
-            revision=revision or None,
-            token=token,
-            cache_dir=cache_dir,
-        )
-        datasets = [load_jsonl(p, **filters) for p in paths]
-        return Dataset(
-            problems=[p for d in datasets for p in d.problems],
-            skipped=[s for d in datasets for s in d.skipped],
-            source=text,
-        )
-    filters.pop("token", None)
-    filters.pop("cache_dir", None)
-    return load_jsonl(text, **filters)

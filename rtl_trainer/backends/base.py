@@ -20,8 +20,9 @@ datum's ``model_input`` length; targets are the next tokens):
 log-probabilities of the targets under the current weights; ``metrics["loss:sum"]`` the
 summed loss.
 
-A local checkpoint is a folder holding ``STATE_FILE``; ``backends.is_saved_state`` and
-``load_tokenizer`` recognise one by it, and ``backends.local.checkpoint`` writes it.
+A local checkpoint is a folder holding ``STATE_FILE``; ``backends.saved_state``'s
+``is_saved_state`` and ``load_tokenizer`` recognise one by it, and
+``backends.local.checkpoint`` writes it.
 """
 
 from __future__ import annotations

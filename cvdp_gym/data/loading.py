@@ -1,0 +1,58 @@
+"""Loading a dataset by its spec: the bundled problems, CVDP files on the Hugging Face hub, a
+benchmark by name or by the path of its copy, or local CVDP JSONL files; the one entry
+point that tells these apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cvdp_gym.data.benchmarks import detect, is_benchmark_spec, load_benchmark
+from cvdp_gym.data.bundle import bundled_records
+from cvdp_gym.data.problems import Dataset, load_jsonl, load_records
+
+#: The spec (and the default) that names the problems this package ships.
+BUNDLED = "bundled"
+
+
+def load_dataset(spec: str | Path | None = None, **filters: Any) -> Dataset:
+    """Load problems from ``spec``.
+
+    ``None`` or ``"bundled"``: the problems this package ships. ``"hf"``, ``"hf:PATTERN"`` or
+    ``"hf:PATTERN@REVISION"``: JSONL files of ``nvidia/cvdp-benchmark-dataset`` whose names
+    contain PATTERN (downloaded once into the hub cache; ``token=`` and ``cache_dir=`` are
+    passed on). A benchmark: ``NAME[:TASK][?options]`` (``verilog-eval-v2:spec-to-rtl``,
+    ``rtllm-v2``; its files found as :func:`cvdp_gym.data.benchmarks.locate` says, or in
+    ``benchmark_dir=``), or the path of a copy of one. Anything else: a local CVDP JSONL
+    file or a directory of them. Filters: ``ids``, ``categories``, ``difficulty``,
+    ``include_unsupported``, ``lenient``.
+    """
+    benchmark_dir = filters.pop("benchmark_dir", None)
+    if spec is None or str(spec) == BUNDLED:
+        return load_records(bundled_records(), source=BUNDLED, **filters)
+    text = str(spec)
+    if is_benchmark_spec(text) or detect(Path(text)) is not None:
+        filters.pop("token", None)
+        filters.pop("cache_dir", None)
+        return load_benchmark(text, benchmark_dir=benchmark_dir, **filters)
+    if text == "hf" or text.startswith("hf:"):
+        from cvdp_gym.data import hub
+
+        token = filters.pop("token", None)
+        cache_dir = filters.pop("cache_dir", None)
+        pattern, _, revision = text[3:].partition("@")
+        paths = hub.download(
+            pattern or hub.DEFAULT_PATTERN,
+            revision=revision or None,
+            token=token,
+            cache_dir=cache_dir,
+        )
+        datasets = [load_jsonl(p, **filters) for p in paths]
+        return Dataset(
+            problems=[p for d in datasets for p in d.problems],
+            skipped=[s for d in datasets for s in d.skipped],
+            source=text,
+        )
+    filters.pop("token", None)
+    filters.pop("cache_dir", None)
+    return load_jsonl(text, **filters)
