@@ -93,6 +93,16 @@ REPORTS = {"acme-gates": build}
 '''
 
 
+ACME_PUBLISHED = {
+    "settings": {"acme-own": "n=1 at temperature 0, ACME's own runs"},
+    "sources": {"acme-wiki": {"title": "ACME gates results", "where": "the results table", "url": "https://example.invalid/acme"}},
+    "entries": [
+        {"benchmark": "acme-gates", "task": "", "model": "acme-coder-1b", "metric": "pass@1", "value": 42.0,
+         "settings": "acme-own", "source": "acme-wiki"},
+    ],
+}
+
+
 def _install(site: Path, package: str, parts: dict[str, str], *, entry: str = "acme") -> None:
     """``package`` with ``parts`` (module name -> source) and the ``.dist-info`` naming it in the group."""
     folder = site / package
@@ -121,6 +131,7 @@ def on_path(tmp_path, monkeypatch):
 def test_a_third_party_benchmark_runs_through_eval_from_its_entry_point(toolchain, tmp_path):
     site = tmp_path / "site"
     _install(site, "acme_bench", {"data": ACME_DATA, "flow": ACME_FLOW, "report": ACME_REPORT})
+    (site / "acme_bench" / "published.json").write_text(json.dumps(ACME_PUBLISHED))
     copy = tmp_path / "acme-copy"
     copy.mkdir()
     (copy / "acme.toml").write_text("")
@@ -149,6 +160,7 @@ def test_a_third_party_benchmark_runs_through_eval_from_its_entry_point(toolchai
     assert rows[0]["official"]["class"] == "." and rows[1]["official"]["class"] == "R"  # the flow's own reading
     section = json.loads((out / "report.json").read_text())["benchmark_reports"]["acme-gates"]
     assert section["figures"][0]["name"] == "acme solved" and section["figures"][0]["cells"]["official"]["value"] == 0.0
+    assert [(e["model"], e["value"], e["source"]["title"]) for e in section["published"]] == [("acme-coder-1b", 42.0, "ACME gates results")]
 
 
 def test_a_plugin_that_fails_to_import_is_skipped_with_a_warning(on_path):
