@@ -46,6 +46,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 #: The made-up copy of each benchmark, used when no real one is given.
 FIXTURE_COPIES = {
     "verilog-eval-v2": "verilog-eval", "verilog-eval-v1": "verilog-eval-v1", "rtllm-v2": "rtllm", "rtllm-v1.1": "rtllm-v1.1",
+    "chipbench": "chipbench",
 }
 console = Console(width=None if sys.stdout.isatty() else 170)
 
