@@ -4,6 +4,7 @@ point that tells these apart."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,44 +16,47 @@ from cvdp_gym.data.problems import Dataset, load_jsonl, load_records
 BUNDLED = "bundled"
 
 
-def load_dataset(spec: str | Path | None = None, **filters: Any) -> Dataset:
+def load_dataset(
+    spec: str | Path | None = None,
+    *,
+    benchmark_dir: str | Path | None = None,
+    ids: Iterable[str] | None = None,
+    categories: Iterable[str] | None = None,
+    difficulty: Iterable[str] | str | None = None,
+    include_unsupported: bool = False,
+    lenient: bool = False,
+    token: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Dataset:
     """Load problems from ``spec``.
 
     ``None`` or ``"bundled"``: the problems this package ships. ``"hf"``, ``"hf:PATTERN"`` or
     ``"hf:PATTERN@REVISION"``: JSONL files of ``nvidia/cvdp-benchmark-dataset`` whose names
-    contain PATTERN (downloaded once into the hub cache; ``token=`` and ``cache_dir=`` are
-    passed on). A benchmark: ``NAME[:TASK][?options]`` (``verilog-eval-v2:spec-to-rtl``,
-    ``rtllm-v2``; its files found as :func:`cvdp_gym.data.benchmarks.locate` says, or in
-    ``benchmark_dir=``), or the path of a copy of one. Anything else: a local CVDP JSONL
-    file or a directory of them. Filters: ``ids``, ``categories``, ``difficulty``,
-    ``include_unsupported``, ``lenient``.
+    contain PATTERN (downloaded once into the hub cache, ``cache_dir``; ``token`` for the hub).
+    A benchmark: ``NAME[:TASK][?options]`` (``verilog-eval-v2:spec-to-rtl``, ``rtllm-v2``; its
+    files found as :func:`cvdp_gym.data.benchmarks.locate` says, or in ``benchmark_dir``), or
+    the path of a copy of one. Anything else: a local CVDP JSONL file or a directory of them.
+    Filters (every source): ``ids``, ``categories``, ``difficulty``, ``include_unsupported``;
+    ``lenient`` skips malformed lines or rows (with the reason in ``Dataset.skipped``).
     """
-    benchmark_dir = filters.pop("benchmark_dir", None)
+    filters: dict[str, Any] = {
+        "ids": ids, "categories": categories, "difficulty": difficulty,
+        "include_unsupported": include_unsupported, "lenient": lenient,
+    }
     if spec is None or str(spec) == BUNDLED:
         return load_records(bundled_records(), source=BUNDLED, **filters)
     text = str(spec)
     if is_benchmark_spec(text) or detect(Path(text)) is not None:
-        filters.pop("token", None)
-        filters.pop("cache_dir", None)
         return load_benchmark(text, benchmark_dir=benchmark_dir, **filters)
     if text == "hf" or text.startswith("hf:"):
         from cvdp_gym.data import hub
 
-        token = filters.pop("token", None)
-        cache_dir = filters.pop("cache_dir", None)
         pattern, _, revision = text[3:].partition("@")
-        paths = hub.download(
-            pattern or hub.DEFAULT_PATTERN,
-            revision=revision or None,
-            token=token,
-            cache_dir=cache_dir,
-        )
+        paths = hub.download(pattern or hub.DEFAULT_PATTERN, revision=revision or None, token=token, cache_dir=cache_dir)
         datasets = [load_jsonl(p, **filters) for p in paths]
         return Dataset(
             problems=[p for d in datasets for p in d.problems],
             skipped=[s for d in datasets for s in d.skipped],
             source=text,
         )
-    filters.pop("token", None)
-    filters.pop("cache_dir", None)
     return load_jsonl(text, **filters)
