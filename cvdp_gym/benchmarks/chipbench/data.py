@@ -42,6 +42,7 @@ from cvdp_gym.benchmarks.verilog_eval_v2.data import (
     between_begin_done,
     build_prompt,
     question_text,
+    read_problem_file,
 )
 from cvdp_gym.data.benchmark import Benchmark, Pin, agentic_variant, flag
 from cvdp_gym.data.problems import Problem
@@ -162,7 +163,7 @@ class ChipBench(Benchmark):
 
     def problem(self, folder: Path, task: str, name: str, *, agentic: bool = False) -> Problem:
         """One problem of a task folder (``agentic``: as an agentic episode on its own text)."""
-        prompt, ref, test = (_read(folder / f"{name}_{suffix}") for suffix in ("prompt.txt", "ref.sv", "test.sv"))
+        prompt, ref, test = (read_problem_file(folder, f"{name}_{suffix}") for suffix in ("prompt.txt", "ref.sv", "test.sv"))
         target = f"{name}_sample01.sv"
         rest, provided = split_provided(prompt, ref)
         harness = {f"{name}_test.sv": test, f"{name}_ref.sv": rest} | ({f"{name}{PROVIDED}": provided + "\n"} if provided else {})
@@ -185,13 +186,6 @@ class ChipBench(Benchmark):
             extra={"name": name},
         )
         return agentic_variant(problem, prompt) if agentic else problem
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot read: {exc}") from None
 
 
 #: This plug-in's datasets (:mod:`cvdp_gym.plugins`).

@@ -204,13 +204,13 @@ class VerilogEvalV2(Benchmark):
             for name in problem_names(folder):
                 problem = self._problem(folder, task, name, examples, rules)
                 if agentic:  # the problem's own text (no in-context examples), the interface to start from
-                    problem = agentic_variant(problem, _read(folder, f"{name}_prompt.txt"), start=problem.extra.get("interface"))
+                    problem = agentic_variant(problem, read_problem_file(folder, f"{name}_prompt.txt"), start=problem.extra.get("interface"))
                 problems.append(problem)
         return problems
 
     def _problem(self, folder: Path, task: str, name: str, examples: str, rules: bool) -> Problem:
         def read(suffix: str) -> str:
-            return _read(folder, f"{name}_{suffix}")
+            return read_problem_file(folder, f"{name}_{suffix}")
 
         prompt, ref, test = read("prompt.txt"), read("ref.sv"), read("test.sv")
         extra: dict[str, str] = {"name": name}
@@ -237,7 +237,8 @@ class VerilogEvalV2(Benchmark):
         )
 
 
-def _read(folder: Path, name: str) -> str:
+def read_problem_file(folder: Path, name: str) -> str:
+    """A problem file's text (``DatasetError`` naming it if unreadable)."""
     path = folder / name
     try:
         return path.read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
 """ChipBench as a plug-in: its loader on a made-up copy in its layout (``tests/fixtures/benchmarks/
 chipbench``: folders with spaces, an incomplete ``problems.txt``, a submodule given in the prompt),
-its flow on real Icarus runs, and its official flow for ``parity`` against stand-in scripts.
+its flow on real Icarus runs, and its official flow for ``parity`` against VerilogEval v2's
+stand-in scripts (upstream's are VerilogEval v2's byte for byte).
 """
 
 from __future__ import annotations
@@ -17,42 +18,10 @@ from cvdp_gym.parity import AGREE
 from cvdp_gym.parity.answers import Answer
 from cvdp_gym.parity.benchmarks import run_benchmark_parity
 from cvdp_gym.parsers.benchmark_answers import extract_answer
-from tests.cvdp_gym.parity.test_benchmark_parity import VE2_ANALYZE
+from tests.cvdp_gym.parity.test_benchmark_parity import VE2_ANALYZE, VE2_CONFIGURE, VE2_MAKEFILE_IN
 
 COPY = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks" / "chipbench"
 TASK_FOLDER = COPY / "Verilog Gen" / "dataset_not_self_contain"
-
-# STAND-INS for ChipBench's configure and Makefile.in (made up for this test; upstream's are
-# VerilogEval v2's): configure honours --with-dataset, which ChipBench's parity passes.
-CONFIGURE = r"""#!/bin/bash
-srcdir=$(cd "$(dirname "$0")" && pwd)
-for arg in "$@"; do
-  case "$arg" in
-    --with-task=*) task=${arg#*=} ;;
-    --with-dataset=*) dataset=${arg#*=} ;;
-    --with-samples=*) samples=${arg#*=} ;;
-    --with-problems=*) problems=${arg#*=} ;;
-  esac
-done
-sed -e "s|@srcdir@|$srcdir|g" -e "s|@dataset@|${dataset:-$srcdir/dataset_$task}|g" -e "s|@samples@|$samples|g" \
-  -e "s|@problems@|$problems|g" "$srcdir/Makefile.in" > Makefile
-"""
-MAKEFILE_IN = """src_dir := @srcdir@
-dataset := @dataset@
-problems := $(shell cat @problems@)
-numbers := $(shell seq -f %02g 1 @samples@)
-logs := $(foreach p,$(problems),$(foreach n,$(numbers),$(p)/$(p)_sample$(n)-sv-iv-test.log))
-problem = $(patsubst %/,%,$(dir $(1)))
-
-all: $(logs)
-\tpython $(src_dir)/scripts/sv-iv-analyze --csv=summary.csv $(problems)
-
-%-sv-iv-test.log: %.sv
-\t-iverilog -Wall -Winfloop -Wno-timescale -g2012 -s tb -o $* $< $(dataset)/$(call problem,$*)_test.sv \
-\t  $(dataset)/$(call problem,$*)_ref.sv &> $@
-\t-timeout 30 ./$* &>> $@; if [[ $${PIPESTATUS[0]} == 124 ]]; then echo TIMEOUT &>> $@; fi
-"""
-
 
 @pytest.fixture(scope="module")
 def problems():
@@ -121,7 +90,7 @@ def test_references_pass_and_the_debug_prompts_buggy_code_fails(runner, problems
 def test_parity_runs_the_clones_own_scripts_on_the_task_folder_with_spaces(runner, problems, tmp_path):
     clone = tmp_path / "chipbench"
     shutil.copytree(COPY, clone)
-    for name, text in {"configure": CONFIGURE, "Makefile.in": MAKEFILE_IN, "scripts/sv-iv-analyze": VE2_ANALYZE}.items():
+    for name, text in {"configure": VE2_CONFIGURE, "Makefile.in": VE2_MAKEFILE_IN, "scripts/sv-iv-analyze": VE2_ANALYZE}.items():
         (clone / name).parent.mkdir(parents=True, exist_ok=True)
         (clone / name).write_text(text)
         (clone / name).chmod(0o755)

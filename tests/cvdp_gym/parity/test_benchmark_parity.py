@@ -195,21 +195,23 @@ def test_mutant_kinds_fail_as_they_should_in_our_flows(runner, ve2_problems):
 
 VE2_CONFIGURE = r"""#!/bin/bash
 # STAND-IN for VerilogEval v2's configure (made up for this test): reads the options
-# parity passes and writes ./Makefile from Makefile.in beside this script.
+# parity passes and writes ./Makefile from Makefile.in beside this script (the dataset folder:
+# --with-dataset, else dataset_<task> beside it, as upstream's).
 srcdir=$(cd "$(dirname "$0")" && pwd)
 for arg in "$@"; do
   case "$arg" in
     --with-task=*) task=${arg#*=} ;;
+    --with-dataset=*) dataset=${arg#*=} ;;
     --with-samples=*) samples=${arg#*=} ;;
     --with-problems=*) problems=${arg#*=} ;;
   esac
 done
-sed -e "s|@srcdir@|$srcdir|g" -e "s|@task@|$task|g" -e "s|@samples@|$samples|g" -e "s|@problems@|$problems|g" \
-  "$srcdir/Makefile.in" > Makefile
+sed -e "s|@srcdir@|$srcdir|g" -e "s|@dataset@|${dataset:-$srcdir/dataset_$task}|g" -e "s|@samples@|$samples|g" \
+  -e "s|@problems@|$problems|g" "$srcdir/Makefile.in" > Makefile
 """
 VE2_MAKEFILE_IN = """# STAND-IN for VerilogEval v2's Makefile.in (made up for this test); bash-only recipes.
 src_dir := @srcdir@
-dataset := $(src_dir)/dataset_@task@
+dataset := @dataset@
 problems := $(shell cat @problems@)
 numbers := $(shell seq -f %02g 1 @samples@)
 logs := $(foreach p,$(problems),$(foreach n,$(numbers),$(p)/$(p)_sample$(n)-sv-iv-test.log))
