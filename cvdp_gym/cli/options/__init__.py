@@ -7,6 +7,7 @@ command's rules of which options go together live on its options object (``valid
 raising :class:`cvdp_gym.errors.ConfigError`), so they can be tested without the CLI.
 """
 
+from cvdp_gym.cli.options.answer import AnswerOptions
 from cvdp_gym.cli.options.command import grouped
 from cvdp_gym.cli.options.endpoint import EndpointOptions
 from cvdp_gym.cli.options.episodes import EpisodeOptions
@@ -15,8 +16,10 @@ from cvdp_gym.cli.options.harness import HarnessOptions
 from cvdp_gym.cli.options.judge import JudgeOptions
 from cvdp_gym.cli.options.problems import ProblemOptions
 from cvdp_gym.cli.options.sampling import SamplingOptions
+from cvdp_gym.cli.options.service import ServiceOptions
 
 __all__ = [
+    "AnswerOptions",
     "EndpointOptions",
     "EpisodeOptions",
     "Group",
@@ -24,5 +27,6 @@ __all__ = [
     "JudgeOptions",
     "ProblemOptions",
     "SamplingOptions",
+    "ServiceOptions",
     "grouped",
 ]
