@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -34,6 +35,9 @@ from cvdp_gym.cli.eval.plans import (
 )
 from cvdp_gym.cli.options import grouped
 
+if TYPE_CHECKING:
+    from cvdp_gym.grading.grader import Grader
+
 
 @grouped
 def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> None:
@@ -41,7 +45,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     import time
 
     from cvdp_gym.errors import ConfigError
-    from cvdp_gym.eval import ChatSettings, Evaluator
+    from cvdp_gym.eval import Evaluator
     from cvdp_gym.eval.agentic import AgenticEvaluator
     from cvdp_gym.grading import make_reward
     from cvdp_gym.grading.comprehension import NLTK_HINT, nltk_available
@@ -50,8 +54,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
         options.validate()
     except ConfigError as exc:
         raise fail(str(exc)) from None
-    endpoint, sampling, episodes, judging, harness = options.endpoint, options.sampling, options.episodes, options.judge, options.harness
-    base_url, model, out, jobs = endpoint.base_url, endpoint.model, options.out, harness.jobs
+    endpoint, judging, harness, out, jobs = options.endpoint, options.judge, options.harness, options.out, options.harness.jobs
     data = options.problems.load(dataset)
     backing_note = _verdict_note(harness.verdict, data.problems)
     if any(p.scoring == "bleu" for p in data.problems) and not nltk_available():
@@ -67,33 +70,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
         harness.timeout, options.cache, harness.sandbox, harness.toolchain, harness.executor, jobs, harness.repos,
         judge=judge, route=judging.parse_route, seed=harness.seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.reward)
     try:  # everything from here on closes the executor and the judge, however it ends
-        if options.responses is not None:
-            keys, start, notes = file_plan(options.responses, data.problems)
-        else:
-            settings = ChatSettings(
-                base_url=base_url or "", model=model or "", api_key=endpoint.api_key, temperature=sampling.temperature,
-                max_tokens=sampling.max_tokens, top_p=sampling.top_p, concurrency=sampling.concurrency,
-                timeout_s=endpoint.request_timeout, retries=endpoint.retries, retry_wait_s=endpoint.retry_wait,
-            )
-            meta.update(source=f"{model} at {base_url}", samples_per_problem=sampling.samples, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
-            if sampling.top_p is not None:
-                meta["top_p"] = sampling.top_p
-            if episodes.agent is not None:
-                agent_settings = _agent_settings(episodes.agent, episodes.agent_dir, episodes.agent_time, sampling.concurrency, harness.toolchain)
-                keys, start, notes = agentic_plan(data.problems, settings, options.agentic_settings(), sampling.samples, grader, reward_fn, agent_settings)
-                meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=episodes.agent, agent_time_s=episodes.agent_time, concurrency=sampling.concurrency)
-            elif episodes.plays_agentic:
-                keys, start, notes = agentic_plan(data.problems, settings, options.agentic_settings(), sampling.samples, grader, reward_fn)
-                meta.update(source=f"{model} at {base_url} (agentic, {episodes.tool_mode} tools)", max_turns=episodes.max_turns, concurrency=sampling.concurrency)
-            elif episodes.refine is not None:
-                refine_settings = options.refine_settings()
-                keys, start, notes = refine_plan(data.problems, settings, refine_settings, sampling.samples, grader, reward_fn)
-                meta.update(
-                    source=f"{model} at {base_url} (refine, {refine_settings.feedback} feedback)",
-                    max_attempts=episodes.refine, feedback=refine_settings.feedback, concurrency=sampling.concurrency,
-                )
-            else:
-                keys, start, notes = endpoint_plan(data.problems, settings, sampling.samples)
+        keys, start, notes = _plan(options, data.problems, grader, reward_fn, meta)
         heavy = repos_note(data.problems, grader.runner)
         notes = [*notes, *(n for n in (heavy, backing_note) if n)]
         for note in notes:
@@ -115,6 +92,40 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     _report(rows, options.k, meta, out, judging.not_judged_as_zero)
     html = _html_report(out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
+
+
+def _plan(options: EvalOptions, problems: list, grader: Grader, reward_fn: Callable, meta: dict) -> tuple[list[tuple[str, int]], Callable, list[str]]:
+    """The plan the options ask for (a responses file, single answers, agentic, agent or
+    refine episodes), with what it says about the run added to ``meta``."""
+    from cvdp_gym.eval import ChatSettings
+
+    endpoint, sampling, episodes = options.endpoint, options.sampling, options.episodes
+    base_url, model = endpoint.base_url, endpoint.model
+    if options.responses is not None:
+        return file_plan(options.responses, problems)
+    settings = ChatSettings(
+        base_url=base_url or "", model=model or "", api_key=endpoint.api_key, temperature=sampling.temperature,
+        max_tokens=sampling.max_tokens, top_p=sampling.top_p, concurrency=sampling.concurrency,
+        timeout_s=endpoint.request_timeout, retries=endpoint.retries, retry_wait_s=endpoint.retry_wait,
+    )
+    meta.update(source=f"{model} at {base_url}", samples_per_problem=sampling.samples, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
+    if sampling.top_p is not None:
+        meta["top_p"] = sampling.top_p
+    if episodes.agent is not None:
+        agent_settings = _agent_settings(episodes.agent, episodes.agent_dir, episodes.agent_time, sampling.concurrency, options.harness.toolchain)
+        meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=episodes.agent, agent_time_s=episodes.agent_time, concurrency=sampling.concurrency)
+        return agentic_plan(problems, settings, options.agentic_settings(), sampling.samples, grader, reward_fn, agent_settings)
+    if episodes.plays_agentic:
+        meta.update(source=f"{model} at {base_url} (agentic, {episodes.tool_mode} tools)", max_turns=episodes.max_turns, concurrency=sampling.concurrency)
+        return agentic_plan(problems, settings, options.agentic_settings(), sampling.samples, grader, reward_fn)
+    if episodes.refine is not None:
+        refine_settings = options.refine_settings()
+        meta.update(
+            source=f"{model} at {base_url} (refine, {refine_settings.feedback} feedback)",
+            max_attempts=episodes.refine, feedback=refine_settings.feedback, concurrency=sampling.concurrency,
+        )
+        return refine_plan(problems, settings, refine_settings, sampling.samples, grader, reward_fn)
+    return endpoint_plan(problems, settings, sampling.samples)
 
 
 def _verdict_note(verdict: str, problems: list) -> str | None:
