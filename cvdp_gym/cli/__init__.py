@@ -2,7 +2,8 @@
 
 This module is the app and its wiring only (the console script is ``cvdp_gym.cli:app``);
 each command lives in the module of its group, options shared by several commands in
-:mod:`cvdp_gym.cli._options`:
+:mod:`cvdp_gym.cli._options` and the option groups (dataclasses a command takes instead of
+a long list of parameters) in :mod:`cvdp_gym.cli.options`:
 
 - ``doctor``, ``toolchain install|pack|path|docker-image``: :mod:`cvdp_gym.cli.toolchain`
 - ``check``: :mod:`cvdp_gym.cli.check` (its library logic: :mod:`cvdp_gym.check`)

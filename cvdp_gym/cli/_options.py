@@ -2,9 +2,10 @@
 
 Every option that more than one command takes is declared here, once, as an ``Annotated``
 type, so its flag and help text cannot drift apart between commands (``rtl-train`` may
-import them too). An option whose meaning differs per command (``--out`` is a JSONL file
-for ``check`` and a folder for ``eval``) stays with its command. Defaults are not part of
-these types: each command gives its own in its signature.
+import them too). The option groups of :mod:`cvdp_gym.cli.options` are made of them and
+give their defaults (a command may show a group with its own). An option whose meaning
+differs per command (``--out`` is a JSONL file for ``check`` and a folder for ``eval``)
+stays with its command.
 """
 
 from __future__ import annotations

@@ -20,29 +20,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from cvdp_gym.cli._options import (
-    BenchmarkDirOpt,
-    CategoryOpt,
     DatasetArg,
-    DifficultyOpt,
-    ExecutorOpt,
-    IdsOpt,
-    JobsOpt,
-    LenientOpt,
-    ReposOpt,
     ResumeOpt,
-    SandboxOpt,
-    SeedOpt,
-    SeedsOpt,
-    TimeoutOpt,
-    ToolchainOpt,
     console,
     executor_option,
     fail,
-    harness_runner,
-    load_problems,
     progress_bar,
     repos_note,
 )
+from cvdp_gym.cli.options import Group, HarnessOptions, ProblemOptions, grouped
 
 if TYPE_CHECKING:
     from cvdp_gym.check import CheckInterrupted
@@ -54,26 +40,17 @@ REFERENCE_GRADER = "reference"
 CLEANUP_GRACE_S = 5.0
 
 
+@grouped
 def check_command(
     ctx: typer.Context,
     dataset: DatasetArg = "bundled",
-    benchmark_dir: BenchmarkDirOpt = None,
+    *,
     candidates: Annotated[Path | None, typer.Option(help="JSONL of extra candidates: {id, name, files, expected}.")] = None,
     with_bundled_candidates: Annotated[bool, typer.Option("--bundled-candidates/--no-bundled-candidates", help="For the bundled set, also run its known-wrong candidates.")] = True,
-    ids: IdsOpt = None,
-    category: CategoryOpt = None,
-    difficulty: DifficultyOpt = None,
-    jobs: JobsOpt = 1,
+    problems: ProblemOptions,
+    harness: Annotated[HarnessOptions, Group(only=("sandbox", "toolchain", "timeout", "executor", "jobs", "repos", "seed", "seeds"), jobs=1, seeds=3)],
     out: Annotated[Path, typer.Option(help="Results JSONL, written as runs finish.")] = Path("runs/check.jsonl"),
     resume: ResumeOpt = False,
-    timeout: TimeoutOpt = 300.0,
-    lenient: LenientOpt = False,
-    sandbox: SandboxOpt = "bubblewrap",
-    toolchain: ToolchainOpt = None,
-    executor: ExecutorOpt = None,
-    repos: ReposOpt = None,
-    seed: SeedOpt = None,
-    seeds: SeedsOpt = 3,
 ) -> None:
     """Run every problem's reference solution (and candidates) and report the verdicts."""
     from cvdp_gym.check import CheckInterrupted, build_jobs, load_candidates, run_jobs
@@ -81,7 +58,7 @@ def check_command(
     from cvdp_gym.data.bundle import bundled_candidates
     from cvdp_gym.jsonl import JsonlError
 
-    data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
+    data = problems.load(dataset)
     extra: list = []
     if dataset == "bundled" and with_bundled_candidates:
         extra.extend(bundled_candidates())
@@ -91,14 +68,15 @@ def check_command(
         except DatasetError as exc:
             raise fail(str(exc)) from None
     job_list = build_jobs(data, extra)
-    runner = harness_runner(sandbox, toolchain, timeout, repos)
+    runner = harness.runner()
     heavy = repos_note(data.problems, runner)
     if heavy:
         console.print(f"[yellow]note:[/] {escape(heavy)}", soft_wrap=True)
-    pool = executor_option(executor, jobs)
+    jobs = harness.jobs
+    pool = executor_option(harness.executor, jobs)
     if pool is not None:
         jobs = max(jobs, pool.capacity)
-    if seeds < 1:
+    if harness.seeds < 1:
         raise fail("--seeds must be at least 1")
 
     progress = progress_bar("check")
@@ -113,8 +91,8 @@ def check_command(
                 resume=resume,
                 on_done=lambda o: progress.update(task, advance=1, last=escape(f"{o.problem_id}/{o.name}: {o.result.verdict}")),
                 executor=pool,
-                seed=seed,
-                seeds=seeds,
+                seed=harness.seed,
+                seeds=harness.seeds,
             )
     except CheckInterrupted as stop:
         _check_interrupted(stop, out, _resume_command(ctx))

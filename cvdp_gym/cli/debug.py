@@ -7,24 +7,15 @@ The library logic is :mod:`cvdp_gym.debug`; this module reads the options and pr
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from cvdp_gym.cli._options import (
-    BenchmarkDirOpt,
-    DatasetOpt,
-    ReposOpt,
-    SandboxOpt,
-    TimeoutOpt,
-    ToolchainOpt,
-    console,
-    fail,
-    harness_runner,
-    load_problems,
-)
+from cvdp_gym.cli._options import DatasetOpt, console, fail
+from cvdp_gym.cli.options import AnswerOptions, Group, HarnessOptions, ProblemOptions, grouped
 
 if TYPE_CHECKING:
     from cvdp_gym.debug import DebugFolder
@@ -34,25 +25,19 @@ if TYPE_CHECKING:
 TAIL_CHARS = 2000
 
 
+@grouped
 def debug_command(
     problem_id: Annotated[str, typer.Argument(help="The problem to debug.")],
     dataset: DatasetOpt = "bundled",
-    benchmark_dir: BenchmarkDirOpt = None,
-    answer: Annotated[
-        Path | None,
-        typer.Option(help="A response text as a model would answer (parsed as grading parses it), or a folder of workspace files."),
-    ] = None,
-    run: Annotated[Path | None, typer.Option("--run", help="An eval run folder: take the answer (and harness seed) it recorded for the problem.")] = None,
-    sample: Annotated[int | None, typer.Option(help="With --run: which sample (default: the first recorded).")] = None,
+    *,
+    problems: Annotated[ProblemOptions, Group(only=("benchmark_dir",))],
+    source: AnswerOptions,
     out: Annotated[Path | None, typer.Option(help="The debug folder (default: debug/PROBLEM_ID).")] = None,
     force: Annotated[bool, typer.Option(help="Replace a non-empty --out folder.")] = False,
     rerun: Annotated[bool, typer.Option(help="Grade the folder as it now is; print verdict, failure class, tests and log tail.")] = False,
     shell: Annotated[bool, typer.Option(help="Open an interactive shell in the same sandbox as the first harness service.")] = False,
     service: Annotated[str | None, typer.Option(help="With --shell: the harness service whose sandbox to open (default: the first).")] = None,
-    sandbox: SandboxOpt = "bubblewrap",
-    toolchain: ToolchainOpt = None,
-    timeout: TimeoutOpt = 300.0,
-    repos: ReposOpt = None,
+    harness: Annotated[HarnessOptions, Group(only=("sandbox", "toolchain", "timeout", "repos"))],
 ) -> None:
     """Lay out a problem's workspace (context, the answer's files, harness) in a folder, print
     the sandbox commands grading runs, and regrade it (--rerun) or open a shell in it (--shell).
@@ -68,37 +53,37 @@ def debug_command(
         open_folder,
         write_commands,
     )
-    from cvdp_gym.errors import CvdpGymError
+    from cvdp_gym.errors import ConfigError, CvdpGymError
     from cvdp_gym.grading.grader import Grader
 
-    if answer is not None and run is not None:
-        raise fail("give --answer or --run, not both")
-    if sample is not None and run is None:
-        raise fail("--sample goes with --run")
-    data = load_problems(dataset, [problem_id], None, None, False, benchmark_dir=benchmark_dir)
+    try:
+        source.validate()
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    data = replace(problems, ids=[problem_id]).load(dataset)
     try:
         problem = data[problem_id]
     except KeyError:
         raise fail(f"no problem {problem_id!r} in {dataset}") from None
     folder_path = out if out is not None else Path("debug") / problem_id
-    runner = harness_runner(sandbox, toolchain, timeout, repos)
-    reuse = answer is None and run is None and (rerun or shell) and not force and folder_path.is_dir() and any(folder_path.iterdir())
+    runner = harness.runner()
+    reuse = not source.named and (rerun or shell) and not force and folder_path.is_dir() and any(folder_path.iterdir())
     try:
         if reuse:
             folder = open_folder(problem, folder_path)
             lines = write_commands(folder, runner)  # this sandbox's lines, for the folder as it is
         else:
-            if answer is not None:
-                given = answer_from_file(problem, answer)
-            elif run is not None:
-                given = answer_from_run(problem, run, sample)
+            if source.answer is not None:
+                chosen = answer_from_file(problem, source.answer)
+            elif source.run is not None:
+                chosen = answer_from_run(problem, source.run, source.sample)
             elif problem.reference is not None:
-                given = Answer(dict(problem.reference), "the reference solution")
+                chosen = Answer(dict(problem.reference), "the reference solution")
             else:
-                given = Answer({}, "no answer (the dataset has no reference solution)")
-            folder = materialise(problem, given, folder_path, runner, force=force)
+                chosen = Answer({}, "no answer (the dataset has no reference solution)")
+            folder = materialise(problem, chosen, folder_path, runner, force=force)
             lines = write_commands(folder, runner)
-            console.print(f"[bold]{escape(problem.id)}[/]: {escape(str(folder.root))} ({escape(given.source)}; files: {escape(', '.join(folder.manifest['files']) or 'none')})", soft_wrap=True)
+            console.print(f"[bold]{escape(problem.id)}[/]: {escape(str(folder.root))} ({escape(chosen.source)}; files: {escape(', '.join(folder.manifest['files']) or 'none')})", soft_wrap=True)
             if not (rerun or shell):
                 for label, line in lines:
                     console.print(f"[dim]# {escape(label)}[/]", soft_wrap=True)

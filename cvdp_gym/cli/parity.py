@@ -22,23 +22,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cvdp_gym.cli._options import (
-    BenchmarkDirOpt,
-    JobsOpt,
-    JsonOpt,
-    LenientOpt,
-    SandboxOpt,
-    SeedOpt,
-    TimeoutOpt,
-    ToolchainOpt,
-    console,
-    fail,
-    harness_runner,
-    load_problems,
-    progress_bar,
-)
+from cvdp_gym.cli._options import JsonOpt, console, fail, load_problems, progress_bar
+from cvdp_gym.cli.options import Group, HarnessOptions, ProblemOptions, grouped
 
 
+@grouped
 def parity_command(
     answers: Annotated[str, typer.Argument(help=(
         "'bundled' (the bundled references and known-wrong candidates) or a JSONL of answers: {id, name?, files: {path: text}}; "
@@ -50,18 +38,14 @@ def parity_command(
         "The problems the answers answer: 'bundled', a CVDP .jsonl file, or a benchmark: verilog-eval-v2[:TASK], "
         "verilog-eval-v1[:human|:machine], rtllm-v2, rtllm-v1.1 (or the path of a copy)."
     ))] = "bundled",
-    benchmark_dir: BenchmarkDirOpt = None,
+    *,
+    problems: Annotated[ProblemOptions, Group(only=("benchmark_dir", "lenient"))],
     mutant_seed: Annotated[int, typer.Option(help="Seed of the mutants (ANSWERS mutants[:N]).")] = 0,
     hang_mutants: Annotated[int, typer.Option(help="Zero-delay-loop mutants in all (each costs the official time limit).")] = 3,
     python: Annotated[str | None, typer.Option(help="Python for the official runner (default: the clone's .venv or venv, else this one).")] = None,
     work: Annotated[Path, typer.Option(help="Folder for the official runner's datasets, work folders and logs.")] = Path("runs/parity"),
     threads: Annotated[int, typer.Option(help="The official runner's parallel threads (-t).")] = 2,
-    jobs: JobsOpt = 2,
-    sandbox: SandboxOpt = "bubblewrap",
-    toolchain: ToolchainOpt = None,
-    timeout: TimeoutOpt = 300.0,
-    seed: SeedOpt = None,
-    lenient: LenientOpt = False,
+    harness: Annotated[HarnessOptions, Group(only=("sandbox", "toolchain", "timeout", "jobs", "seed"))],
     json_out: JsonOpt = None,
 ) -> None:
     """Run the official CVDP runner and this tool on the same answers; print where the verdicts agree."""
@@ -76,14 +60,13 @@ def parity_command(
 
     if is_benchmark_dataset(dataset):
         _benchmark_parity(
-            answers, dataset=dataset, benchmark_dir=benchmark_dir, work=work, jobs=jobs, sandbox=sandbox,
-            toolchain=toolchain, timeout=timeout, seed=seed, mutant_seed=mutant_seed, hang_mutants=hang_mutants,
-            json_out=json_out,
+            answers, dataset=dataset, benchmark_dir=problems.benchmark_dir, work=work, harness=harness,
+            mutant_seed=mutant_seed, hang_mutants=hang_mutants, json_out=json_out,
         )
         return
     if official_repo is None:
         raise fail("--official-repo (or CVDP_OFFICIAL_REPO) is needed: a clone of NVlabs/cvdp_benchmark")
-    data = load_problems(dataset, None, None, None, lenient)
+    data = load_problems(dataset, None, None, None, problems.lenient)
     if answers == "bundled":
         if dataset != "bundled":
             raise fail("ANSWERS 'bundled' goes with --dataset bundled")
@@ -97,20 +80,20 @@ def parity_command(
             console.print(f"[yellow]note:[/] {len(unknown)} answer(s) name problems not in {escape(dataset)}: {escape(', '.join(sorted(set(unknown))[:10]))}")
     if not chosen:
         raise fail("no answers to compare")
-    runner = harness_runner(sandbox, toolchain, timeout)
+    runner = harness.runner()
     progress = progress_bar("parity")
     try:
         with progress:
             task = progress.add_task("parity", total=len(chosen), last="")
             rows = run_parity(
                 chosen, runner=runner, official_repo=official_repo.resolve(), work=work, python=python,
-                threads=threads, jobs=jobs, seed=seed,
+                threads=threads, jobs=harness.jobs, seed=harness.seed,
                 on_step=lambda step: progress.update(task, last=escape(step)),
                 on_ours=lambda pid: progress.update(task, advance=1, last=escape(f"here: {pid}")),
             )
     except CvdpGymError as exc:
         raise fail(str(exc)) from None
-    summary = summary_json(rows, {"answers": answers, "dataset": dataset, "official_repo": str(official_repo), "sandbox": sandbox})
+    summary = summary_json(rows, {"answers": answers, "dataset": dataset, "official_repo": str(official_repo), "sandbox": harness.sandbox})
     _finish(rows, summary, json_out, _print)
 
 
@@ -158,8 +141,8 @@ def _print(rows: list, summary: dict) -> None:
 
 
 def _benchmark_parity(
-    answers: str, *, dataset: str, benchmark_dir: Path | None, work: Path, jobs: int, sandbox: str, toolchain: str | None,
-    timeout: float, seed: int | None, mutant_seed: int, hang_mutants: int, json_out: str | None,
+    answers: str, *, dataset: str, benchmark_dir: Path | None, work: Path, harness: HarnessOptions,
+    mutant_seed: int, hang_mutants: int, json_out: str | None,
 ) -> None:
     """VerilogEval/RTLLM: the benchmark's own scripts from its clone vs our flows."""
     from cvdp_gym.errors import CvdpGymError
@@ -176,21 +159,21 @@ def _benchmark_parity(
         console.print(f"[yellow]note:[/] {len(unknown)} answer(s) name problems not in {escape(dataset)}: {escape(', '.join(sorted(set(unknown))[:10]))}")
     if not chosen:
         raise fail("no answers to compare")
-    runner = harness_runner(sandbox, toolchain, timeout)
+    runner = harness.runner()
     progress = progress_bar("parity")
     try:
         with progress:
             here = progress.add_task("here", total=len(chosen), last="")
             theirs = progress.add_task("official", total=len(chosen), last="")
             rows = run_benchmark_parity(
-                chosen, runner=runner, clone=clone, work=work, jobs=jobs, seed=seed,
+                chosen, runner=runner, clone=clone, work=work, jobs=harness.jobs, seed=harness.seed,
                 on_step=lambda step: progress.update(here, last=escape(step)),
                 on_ours=lambda pid: progress.update(here, advance=1, last=escape(pid)),
                 on_official=lambda pid: progress.update(theirs, advance=1, last=escape(pid)),
             )
     except CvdpGymError as exc:
         raise fail(str(exc)) from None
-    meta = {"answers": answers, "dataset": dataset, "benchmark_dir": str(clone), "sandbox": sandbox, "mutant_seed": mutant_seed}
+    meta = {"answers": answers, "dataset": dataset, "benchmark_dir": str(clone), "sandbox": harness.sandbox, "mutant_seed": mutant_seed}
     summary = benchmark_summary_json(rows, meta)
     _finish(rows, summary, json_out, _print_benchmark)
 

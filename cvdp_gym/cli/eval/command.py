@@ -1,7 +1,7 @@
 """``cvdp-gym eval``: score answers from a file or a model behind an OpenAI-compatible endpoint
 (single answers, agentic episodes or refine episodes) and write the pass@k report.
 
-The command checks that its options go together, picks a plan (:mod:`.plans`), runs it
+The command checks that its options go together (:class:`.options.EvalOptions`), picks a plan (:mod:`.plans`), runs it
 under a progress bar and writes the report. Comprehension answers are scored as the
 official tool scores them (``--parse-route``; cid009/cid010 by the LLM judge at
 ``--judge-base-url``, else labelled ``not_judged`` and left out of the scores unless
@@ -13,34 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
 from cvdp_gym.cli._options import (
-    BenchmarkDirOpt,
-    CategoryOpt,
     DatasetArg,
-    DifficultyOpt,
-    ExecutorOpt,
-    IdsOpt,
-    JobsOpt,
-    JudgeBaseUrlOpt,
-    LenientOpt,
-    ReposOpt,
-    ResumeOpt,
-    SandboxOpt,
-    SeedOpt,
-    SeedsOpt,
-    TimeoutOpt,
-    ToolchainOpt,
-    VerdictOpt,
     console,
     fail,
-    load_problems,
     progress_bar,
     repos_note,
 )
+from cvdp_gym.cli.eval.options import EvalOptions
 from cvdp_gym.cli.eval.plans import (
     agentic_plan,
     endpoint_plan,
@@ -49,145 +33,55 @@ from cvdp_gym.cli.eval.plans import (
     file_plan,
     refine_plan,
 )
+from cvdp_gym.cli.options import grouped
+
+if TYPE_CHECKING:
+    from cvdp_gym.grading.grader import Grader
 
 
-def eval_command(
-    dataset: DatasetArg = "bundled",
-    benchmark_dir: BenchmarkDirOpt = None,
-    responses: Annotated[Path | None, typer.Option(help="JSONL of answers: {id, response, sample?}.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")] = None,
-    model: Annotated[str | None, typer.Option(help="Model name sent to --base-url.")] = None,
-    samples: Annotated[int, typer.Option("--samples", "-n", help="Answers (with --agentic or --refine: episodes) per problem from --base-url.")] = 1,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.2,
-    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling top_p (default: the endpoint's; VerilogEval's published settings use 0.95 at temperature 0.85, 0.01 at 0).")] = None,
-    max_tokens: Annotated[int, typer.Option(help="max_tokens per answer (with --agentic: per turn).")] = 4096,
-    concurrency: Annotated[int, typer.Option(help="Chat requests in flight at once (with --agentic or --refine: episodes at once).")] = 8,
-    agentic: Annotated[bool, typer.Option("--agentic", help="Play agentic problems as CVDP-Agentic-v0 episodes against --base-url.")] = False,
-    tool_mode: Annotated[str, typer.Option(help="--agentic: native (the server's function calling) or a text format: qwen, qwen3_coder, harmony.")] = "native",
-    max_turns: Annotated[int, typer.Option(help="--agentic: turns per episode before it is cut off and graded.")] = 50,
-    agent: Annotated[str | None, typer.Option(help="Play agentic problems with a command-line coding agent in the sandbox instead of tool calls: a recipe (see `cvdp-gym agents`: mini-swe-agent, codex) or a bash command; it reaches only --base-url, through a proxy.")] = None,
-    agent_dir: Annotated[Path | None, typer.Option(help="--agent CMD: a host folder holding the agent's installation, seen read-only at /agent (/agent/bin on PATH).")] = None,
-    agent_time: Annotated[float, typer.Option(help="--agent: seconds an agent may work on one episode before it is stopped and the workspace graded.")] = 900.0,
-    refine: Annotated[int | None, typer.Option("--refine", help="Play non-agentic problems as CVDP-Refine-v0 episodes of up to N answers against --base-url; the report gives pass@1 after attempt 1..N.")] = None,
-    feedback: Annotated[str | None, typer.Option(help="--refine: the grader's feedback between answers: compile, interface (default) or tests (shows the hidden tests' messages).")] = None,
-    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", show_default=False, help="Bearer token for --base-url.")] = None,
-    retries: Annotated[int, typer.Option(help="Retries of a request after 429/5xx/connection errors.")] = 5,
-    retry_wait: Annotated[float, typer.Option(help="First backoff wait, seconds (doubles each retry).")] = 1.0,
-    request_timeout: Annotated[float, typer.Option(help="Timeout of one chat request, seconds.")] = 600.0,
-    ids: IdsOpt = None,
-    category: CategoryOpt = None,
-    difficulty: DifficultyOpt = None,
-    reward: Annotated[str, typer.Option(help="Reward in results and report: shaped, partial or binary.")] = "shaped",
-    k: Annotated[list[int] | None, typer.Option("-k", help="k values for pass@k (default: 1, 2, 5, 10, ... up to n, and n).")] = None,
-    jobs: JobsOpt = 2,
-    cache: Annotated[Path | None, typer.Option(help="SQLite grade cache (default: none; judge calls are always cached, here or in --out).")] = None,
-    parse_route: Annotated[str, typer.Option(help="How comprehension answers are parsed, as the official tool's chat route (JSON repaired first, as for every published number) or its import route (a file of completions, parsed as given).")] = "chat",
-    judge_base_url: JudgeBaseUrlOpt = None,
-    judge_model: Annotated[str, typer.Option(help="The judge's model (default: the official tool's).")] = "o4-mini",
-    judge_concurrency: Annotated[int, typer.Option(help="Judge requests in flight at once.")] = 16,
-    not_judged_as_zero: Annotated[bool, typer.Option("--not-judged-as-zero", help="Count cid009/cid010 answers no judge scored as failed with 0 credit, as the official tool does (default: left out of the scores).")] = False,
-    out: Annotated[Path, typer.Option(help="Folder for results.jsonl, report.{json,md,png} and the HTML report (html/index.html).")] = Path("runs/eval"),
-    resume: ResumeOpt = False,
-    timeout: TimeoutOpt = 300.0,
-    lenient: LenientOpt = False,
-    sandbox: SandboxOpt = "bubblewrap",
-    toolchain: ToolchainOpt = None,
-    executor: ExecutorOpt = None,
-    repos: ReposOpt = None,
-    seed: SeedOpt = None,
-    seeds: SeedsOpt = 1,
-    verdict: VerdictOpt = "testbench",
-) -> None:
+@grouped
+def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> None:
     """Score answers (a responses file, or a model behind an OpenAI-compatible endpoint: single answers, --agentic or --refine episodes) and report pass@k."""
     import time
 
-    from cvdp_gym.eval import ChatSettings, Evaluator
-    from cvdp_gym.eval.agentic import AgenticEvaluator, AgenticSettings
-    from cvdp_gym.eval.refine import RefineSettings
-    from cvdp_gym.grading import REWARDS, make_reward
+    from cvdp_gym.errors import ConfigError
+    from cvdp_gym.eval import Evaluator
+    from cvdp_gym.eval.agentic import AgenticEvaluator
+    from cvdp_gym.grading import make_reward
     from cvdp_gym.grading.comprehension import NLTK_HINT, nltk_available
-    from cvdp_gym.grading.feedback import DEFAULT_FEEDBACK
-    from cvdp_gym.parsers.comprehension import ROUTES
 
-    if (responses is None) == (base_url is None):
-        raise fail("give either --responses FILE or --base-url URL --model NAME")
-    if agent is not None:
-        agentic = True
-    elif agent_dir is not None:
-        raise fail("--agent-dir goes with --agent CMD")
-    if agent is not None and agent_time <= 0:
-        raise fail("--agent-time must be positive")
-    if agentic and responses is not None:
-        raise fail("--agentic plays episodes against --base-url; it cannot grade a --responses file")
-    if refine is not None and (agentic or responses is not None):
-        raise fail("--refine plays refine episodes of non-agentic problems against --base-url; it cannot go with --agentic or --responses")
-    if feedback is not None and refine is None:
-        raise fail("--feedback applies to --refine episodes only")
     try:
-        agentic_settings = AgenticSettings(tool_mode=tool_mode, max_turns=max_turns, concurrency=concurrency)
-        refine_settings = RefineSettings(max_attempts=1 if refine is None else refine, feedback=feedback or DEFAULT_FEEDBACK, concurrency=concurrency)
-    except ValueError as exc:
+        options.validate()
+    except ConfigError as exc:
         raise fail(str(exc)) from None
-    if base_url is not None and not model:
-        raise fail("--base-url needs --model")
-    if reward not in REWARDS:
-        raise fail(f"unknown reward {reward!r}; expected one of {', '.join(sorted(REWARDS))}")
-    if samples < 1 or seeds < 1 or any(v < 1 for v in k or []):
-        raise fail("-n, -k and --seeds must be at least 1")
-    if parse_route not in ROUTES:
-        raise fail(f"unknown --parse-route {parse_route!r}; expected one of {', '.join(ROUTES)}")
-    if judge_concurrency < 1:
-        raise fail("--judge-concurrency must be at least 1")
-    data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
-    backing_note = _verdict_note(verdict, data.problems)
+    endpoint, judging, harness, out, jobs = options.endpoint, options.judge, options.harness, options.out, options.harness.jobs
+    data = options.problems.load(dataset)
+    backing_note = _verdict_note(harness.verdict, data.problems)
     if any(p.scoring == "bleu" for p in data.problems) and not nltk_available():
         raise fail(f"cid006/cid008 problems are selected: {NLTK_HINT}")
-    meta: dict = {"source": f"responses {responses}", "dataset": data.source, "reward": reward, "verdict": verdict}
-    judge = eval_judge(judge_base_url, judge_model, judge_concurrency, retries, retry_wait, cache or out / "judge-cache.sqlite")
+    meta: dict = {"source": f"responses {options.responses}", "dataset": data.source, "reward": options.reward, "verdict": harness.verdict}
+    judge = eval_judge(
+        judging.judge_base_url, judging.judge_model, judging.judge_concurrency, endpoint.retries, endpoint.retry_wait,
+        options.cache or out / "judge-cache.sqlite",
+    )
     if any(p.scoring != "harness" for p in data.problems):
-        meta.update(parse_route=_ROUTE_NAMES[parse_route], judge=f"{judge_model} at {judge_base_url}" if judge else "none")
+        meta.update(parse_route=_ROUTE_NAMES[judging.parse_route], judge=f"{judging.judge_model} at {judging.judge_base_url}" if judge else "none")
     grader, reward_fn = eval_grader(
-        timeout, cache, sandbox, toolchain, executor, jobs, repos,
-        judge=judge, route=parse_route, seed=seed, seeds=seeds, verdict=verdict), make_reward(reward)
+        harness.timeout, options.cache, harness.sandbox, harness.toolchain, harness.executor, jobs, harness.repos,
+        judge=judge, route=judging.parse_route, seed=harness.seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.reward)
     try:  # everything from here on closes the executor and the judge, however it ends
-        if responses is not None:
-            keys, start, notes = file_plan(responses, data.problems)
-        else:
-            settings = ChatSettings(
-                base_url=base_url or "", model=model or "", api_key=api_key, temperature=temperature,
-                max_tokens=max_tokens, top_p=top_p, concurrency=concurrency, timeout_s=request_timeout,
-                retries=retries, retry_wait_s=retry_wait,
-            )
-            meta.update(source=f"{model} at {base_url}", samples_per_problem=samples, temperature=temperature, max_tokens=max_tokens)
-            if top_p is not None:
-                meta["top_p"] = top_p
-            if agent is not None:
-                agent_settings = _agent_settings(agent, agent_dir, agent_time, concurrency, toolchain)
-                keys, start, notes = agentic_plan(data.problems, settings, agentic_settings, samples, grader, reward_fn, agent_settings)
-                meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=agent, agent_time_s=agent_time, concurrency=concurrency)
-            elif agentic:
-                keys, start, notes = agentic_plan(data.problems, settings, agentic_settings, samples, grader, reward_fn)
-                meta.update(source=f"{model} at {base_url} (agentic, {tool_mode} tools)", max_turns=max_turns, concurrency=concurrency)
-            elif refine is not None:
-                keys, start, notes = refine_plan(data.problems, settings, refine_settings, samples, grader, reward_fn)
-                meta.update(
-                    source=f"{model} at {base_url} (refine, {refine_settings.feedback} feedback)",
-                    max_attempts=refine, feedback=refine_settings.feedback, concurrency=concurrency,
-                )
-            else:
-                keys, start, notes = endpoint_plan(data.problems, settings, samples)
+        keys, start, notes = _plan(options, data.problems, grader, reward_fn, meta)
         heavy = repos_note(data.problems, grader.runner)
         notes = [*notes, *(n for n in (heavy, backing_note) if n)]
         for note in notes:
             console.print(f"[yellow]note:[/] {note}")
-        _mark_run(out, meta, resume)
+        _mark_run(out, meta, options.resume)
         began = time.monotonic()
         if grader.executor is not None:
             jobs = max(jobs, grader.executor.capacity)
-        episodes = agentic or refine is not None
-        evaluator, options = (AgenticEvaluator, {}) if episodes else (Evaluator, {"jobs": jobs, "text_jobs": judge_concurrency})
+        evaluator, extra = (AgenticEvaluator, {}) if options.plays_episodes else (Evaluator, {"jobs": jobs, "text_jobs": judging.judge_concurrency})
         rows, results_path = _run_with_progress(
-            lambda on_done: evaluator(grader, reward_fn, out, resume=resume, on_done=on_done, **options), keys, start
+            lambda on_done: evaluator(grader, reward_fn, out, resume=options.resume, on_done=on_done, **extra), keys, start
         )
     finally:
         if grader.executor is not None:
@@ -195,9 +89,43 @@ def eval_command(
         if judge is not None:
             judge.close()
     meta.update(graded=len(rows), wall_s=round(time.monotonic() - began, 1), notes=notes)
-    _report(rows, k, meta, out, not_judged_as_zero)
+    _report(rows, options.k, meta, out, judging.not_judged_as_zero)
     html = _html_report(out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
+
+
+def _plan(options: EvalOptions, problems: list, grader: Grader, reward_fn: Callable, meta: dict) -> tuple[list[tuple[str, int]], Callable, list[str]]:
+    """The plan the options ask for (a responses file, single answers, agentic, agent or
+    refine episodes), with what it says about the run added to ``meta``."""
+    from cvdp_gym.eval import ChatSettings
+
+    endpoint, sampling, episodes = options.endpoint, options.sampling, options.episodes
+    base_url, model = endpoint.base_url, endpoint.model
+    if options.responses is not None:
+        return file_plan(options.responses, problems)
+    settings = ChatSettings(
+        base_url=base_url or "", model=model or "", api_key=endpoint.api_key, temperature=sampling.temperature,
+        max_tokens=sampling.max_tokens, top_p=sampling.top_p, concurrency=sampling.concurrency,
+        timeout_s=endpoint.request_timeout, retries=endpoint.retries, retry_wait_s=endpoint.retry_wait,
+    )
+    meta.update(source=f"{model} at {base_url}", samples_per_problem=sampling.samples, temperature=sampling.temperature, max_tokens=sampling.max_tokens)
+    if sampling.top_p is not None:
+        meta["top_p"] = sampling.top_p
+    if episodes.agent is not None:
+        agent_settings = _agent_settings(episodes.agent, episodes.agent_dir, episodes.agent_time, sampling.concurrency, options.harness.toolchain)
+        meta.update(source=f"{model} at {base_url} (agent {agent_settings.agent.name})", agent=episodes.agent, agent_time_s=episodes.agent_time, concurrency=sampling.concurrency)
+        return agentic_plan(problems, settings, options.agentic_settings(), sampling.samples, grader, reward_fn, agent_settings)
+    if episodes.plays_agentic:
+        meta.update(source=f"{model} at {base_url} (agentic, {episodes.tool_mode} tools)", max_turns=episodes.max_turns, concurrency=sampling.concurrency)
+        return agentic_plan(problems, settings, options.agentic_settings(), sampling.samples, grader, reward_fn)
+    if episodes.refine is not None:
+        refine_settings = options.refine_settings()
+        meta.update(
+            source=f"{model} at {base_url} (refine, {refine_settings.feedback} feedback)",
+            max_attempts=episodes.refine, feedback=refine_settings.feedback, concurrency=sampling.concurrency,
+        )
+        return refine_plan(problems, settings, refine_settings, sampling.samples, grader, reward_fn)
+    return endpoint_plan(problems, settings, sampling.samples)
 
 
 def _verdict_note(verdict: str, problems: list) -> str | None:

@@ -1,0 +1,34 @@
+"""Which problems of a dataset a command takes (the dataset itself is each command's own
+argument or option)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cvdp_gym.cli._options import (
+    BenchmarkDirOpt,
+    CategoryOpt,
+    DifficultyOpt,
+    IdsOpt,
+    LenientOpt,
+    load_problems,
+)
+
+if TYPE_CHECKING:
+    from cvdp_gym.data import Dataset
+
+
+@dataclass(frozen=True)
+class ProblemOptions:
+    """``--benchmark-dir``, ``--id``, ``--category``, ``--difficulty``, ``--lenient``."""
+
+    benchmark_dir: BenchmarkDirOpt = None
+    ids: IdsOpt = None
+    category: CategoryOpt = None
+    difficulty: DifficultyOpt = None
+    lenient: LenientOpt = False
+
+    def load(self, dataset: str) -> Dataset:
+        """The selected problems of ``dataset``; one that cannot be read is a one-line error."""
+        return load_problems(dataset, self.ids, self.category, self.difficulty, self.lenient, benchmark_dir=self.benchmark_dir)
