@@ -66,8 +66,9 @@ SeedsOpt = Annotated[
 
 _DATASET_HELP = (
     "'bundled', a CVDP .jsonl file (or a folder of them), 'hf[:PATTERN]' for the Hugging Face dataset, "
-    "or a benchmark: verilog-eval-v2[:spec-to-rtl|:code-complete-iccad2023][?shots=N&rules=1], "
-    "verilog-eval-v1[:human|:machine], rtllm-v2[?rule=open], rtllm-v1.1 (or the path of a copy of one)."
+    "or a benchmark: NAME[:TASK,...][?OPTION=VALUE&...] (`cvdp-gym benchmarks list` shows each with its tasks and "
+    "options: verilog-eval-v2:spec-to-rtl?shots=0, verilog-eval-v1:human, rtllm-v2?rule=open, chipbench:cpu_ip, ...) "
+    "or the path of a copy of one."
 )
 DatasetArg = Annotated[str, typer.Argument(help=_DATASET_HELP)]
 DatasetOpt = Annotated[str, typer.Option("--dataset", help=_DATASET_HELP)]

@@ -38,7 +38,7 @@ def benchmarks_list() -> None:
 
 
 def benchmarks_fetch(
-    names: Annotated[list[str], typer.Argument(help="Benchmarks to fetch (verilog-eval-v2, verilog-eval-v1, rtllm-v2, rtllm-v1.1).")],
+    names: Annotated[list[str], typer.Argument(help="Benchmarks to fetch, by name (`cvdp-gym benchmarks list` shows them).")],
     url: Annotated[str | None, typer.Option(help="Fetch the pinned commit from this mirror instead (git or a .tar.gz archive); the checksum still decides.")] = None,
     force: Annotated[bool, typer.Option(help="Fetch again even if the cache holds it.")] = False,
 ) -> None:

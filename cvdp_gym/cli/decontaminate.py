@@ -38,7 +38,7 @@ PARALLEL_FROM = 2000
 
 def decontaminate_command(
     train: Annotated[str, typer.Argument(help="The training set: anything `--dataset` takes (a JSONL file, a training-set spec, 'bundled', a benchmark).")],
-    against: Annotated[list[str], typer.Option("--against", help="An evaluation dataset (repeatable): 'bundled', CVDP .jsonl files, 'hf[:PATTERN]', verilog-eval-v2, verilog-eval-v1, rtllm-v2, rtllm-v1.1 (or the path of a copy).")],
+    against: Annotated[list[str], typer.Option("--against", help="An evaluation dataset (repeatable): 'bundled', CVDP .jsonl files, 'hf[:PATTERN]', a benchmark by name (`cvdp-gym benchmarks list`: verilog-eval-v2, rtllm-v2, chipbench, ...) or the path of a copy.")],
     preset: Annotated[str, typer.Option(help="Thresholds to start from: default (specification ROUGE-L > 0.5, code ROUGE-L > 0.8, 10-gram overlap > 0.5) or codev-r1 (specification ROUGE-L > 0.5 only).")] = "default",
     rouge_l: Annotated[float | None, typer.Option("--rouge-l", min=0.0, max=1.0, help="Flag a specification ROUGE-L above this (1: off).")] = None,
     code_rouge_l: Annotated[float | None, typer.Option("--code-rouge-l", min=0.0, max=1.0, help="Flag a reference-code ROUGE-L above this (1: off).")] = None,

@@ -35,8 +35,8 @@ def parity_command(
     ))],
     official_repo: Annotated[Path | None, typer.Option(envvar="CVDP_OFFICIAL_REPO", help="A clone of NVlabs/cvdp_benchmark (its requirements installed for --python); CVDP only.")] = None,
     dataset: Annotated[str, typer.Option(help=(
-        "The problems the answers answer: 'bundled', a CVDP .jsonl file, or a benchmark: verilog-eval-v2[:TASK], "
-        "verilog-eval-v1[:human|:machine], rtllm-v2, rtllm-v1.1 (or the path of a copy)."
+        "The problems the answers answer: 'bundled', a CVDP .jsonl file, or a benchmark: NAME[:TASK] "
+        "(`cvdp-gym benchmarks list`: verilog-eval-v2:spec-to-rtl, rtllm-v2, chipbench, ...) or the path of a copy."
     ))] = "bundled",
     *,
     problems: Annotated[ProblemOptions, Group(only=("benchmark_dir", "lenient"))],
