@@ -47,9 +47,9 @@ from cvdp_gym.data.benchmarks.training import GRADER as REFERENCE_GRADER
 from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 from cvdp_gym.errors import PatchError, RepoUnavailable
+from cvdp_gym.execution.executors import GradeExecutor
+from cvdp_gym.execution.jobs import RunnerSpec, harness_job
 from cvdp_gym.grading.comprehension import grade_comprehension, grade_reference
-from cvdp_gym.grading.executors import GradeExecutor
-from cvdp_gym.grading.jobs import RunnerSpec, harness_job
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.grading.seeds import seed_list
 from cvdp_gym.harness.randomness import harness_randomness

@@ -20,14 +20,14 @@ import pytest
 from cvdp_gym.check import run_jobs
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
+from cvdp_gym.execution.jobs import NodeToolchainError, RunnerSpec
 from cvdp_gym.grading import Grader
-from cvdp_gym.grading.jobs import NodeToolchainError, RunnerSpec
 from tests.support import hanging_answer, sandboxes_under, verdict_summary
 
 ray = pytest.importorskip("ray")
 
-from cvdp_gym.grading.ray_executor import RayExecutor  # noqa: E402
-from cvdp_gym.grading.ray_local import LocalRayCluster, use_loopback_driver  # noqa: E402
+from cvdp_gym.execution.ray_executor import RayExecutor  # noqa: E402
+from cvdp_gym.execution.ray_local import LocalRayCluster, use_loopback_driver  # noqa: E402
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 

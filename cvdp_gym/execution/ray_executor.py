@@ -20,8 +20,8 @@ from concurrent.futures import CancelledError, Future
 from typing import Any
 
 from cvdp_gym.errors import MissingDependencyError
-from cvdp_gym.grading.executors import CANCEL_GRACE_S, WorkerLost
-from cvdp_gym.grading.jobs import NodeToolchainError, RunnerSpec, probe_job
+from cvdp_gym.execution.executors import CANCEL_GRACE_S, WorkerLost
+from cvdp_gym.execution.jobs import NodeToolchainError, RunnerSpec, probe_job
 
 
 def _run_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
