@@ -45,13 +45,14 @@ from cvdp_gym.grading.result import (
     infra_result,
     late_result,
 )
-from cvdp_gym.grading.seeds import combine, seed_list
+from cvdp_gym.grading.seed_verdicts import combine
 from cvdp_gym.grading.stages import run_stages
 from cvdp_gym.harness.randomness import harness_randomness
 from cvdp_gym.harness.results import TIMEOUT
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.parsers.benchmark_answers import NO_CODE, extract_answer
 from cvdp_gym.parsers.comprehension import ROUTE_CHAT
+from cvdp_gym.seeds import seed_list
 
 #: Re-exported for ``from cvdp_gym.grading.grader import ...``; they live in ``result.py``.
 __all__ = [
