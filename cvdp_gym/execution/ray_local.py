@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from cvdp_gym.errors import UnavailableError
+from cvdp_gym.execution.ray_executor import NICENESS_ENV, WORKER_NICENESS
 from cvdp_gym.sandbox.owner import owner_token
 
 LOOPBACK = "127.0.0.1"
@@ -82,7 +83,9 @@ class LocalRayCluster:
 
     def start(self) -> LocalRayCluster:
         ray_cli = str(Path(sys.executable).with_name("ray"))
-        base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", _LOOPBACK_ENV: "0"}
+        # Workers at the niceness of the processes they are compared with, not Ray's 15.
+        niceness = os.environ.get(NICENESS_ENV, WORKER_NICENESS)
+        base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", _LOOPBACK_ENV: "0", NICENESS_ENV: niceness}
         common = [
             f"--num-cpus={self.cpus_per_node}",
             f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
