@@ -25,7 +25,7 @@ so a miss is a finding to read, not proof of a grader bug; :func:`training_notes
 references nobody checked (RTLCoder's).
 
 A job whose harness draws at random (``harness.randomness``) runs with ``seeds`` seeds
-(``grading.seeds.seed_list``): it matches only when every run gets the expected verdict,
+(``cvdp_gym.seeds.seed_list``): it matches only when every run gets the expected verdict,
 and it is ``flaky`` when the runs disagree. Every result records its seed; ``seed``
 reproduces a run.
 """
@@ -47,11 +47,10 @@ from cvdp_gym.data.benchmarks.training import GRADER as REFERENCE_GRADER
 from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 from cvdp_gym.errors import PatchError, RepoUnavailable
+from cvdp_gym.execution.executors import GradeExecutor
+from cvdp_gym.execution.jobs import RunnerSpec, harness_job
 from cvdp_gym.grading.comprehension import grade_comprehension, grade_reference
-from cvdp_gym.grading.executors import GradeExecutor
-from cvdp_gym.grading.jobs import RunnerSpec, harness_job
 from cvdp_gym.grading.result import GradeResult
-from cvdp_gym.grading.seeds import seed_list
 from cvdp_gym.harness.randomness import harness_randomness
 from cvdp_gym.harness.results import (
     HARNESS_ERROR,
@@ -64,6 +63,7 @@ from cvdp_gym.harness.results import (
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.interrupt import Children, sigint_ignored
 from cvdp_gym.jsonl import JsonlError, iter_json, read_objects
+from cvdp_gym.seeds import seed_list
 
 REFERENCE = "reference"
 #: The name of a training problem's broken copy (``broken:<mutant kind>``).

@@ -28,11 +28,11 @@ from cvdp_gym.eval.run import RESULTS, read_rows
 from cvdp_gym.grading.grader import Grader
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.harness.lint import compile_call
-from cvdp_gym.harness.randomness import draw_seed
 from cvdp_gym.harness.runner import HarnessRunner, ServiceCall
 from cvdp_gym.parsers import extract_files
 from cvdp_gym.sandbox.tree_copy import COPY
 from cvdp_gym.sandbox.tree_texts import TreeTexts
+from cvdp_gym.seeds import draw_seed
 
 __all__ = ["MANIFEST", "Answer", "DebugFolder", "answer_from_file", "answer_from_run", "materialise", "open_folder"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
+from cvdp_gym.execution.executor_factory import parse_executor
 from cvdp_gym.grading.backed import check_verdict
-from cvdp_gym.grading.executor_factory import parse_executor
 from rtl_trainer.errors import ConfigError
 from rtl_trainer.teacher_rules import parse_rules
 

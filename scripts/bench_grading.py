@@ -40,9 +40,9 @@ from rich.table import Table
 from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.envs.prompts import answer_text
+from cvdp_gym.execution.executors import GradeExecutor, ProcessExecutor, ThreadExecutor
+from cvdp_gym.execution.jobs import noop_job
 from cvdp_gym.grading import Grader, GradeResult
-from cvdp_gym.grading.executors import GradeExecutor, ProcessExecutor, ThreadExecutor
-from cvdp_gym.grading.jobs import noop_job
 
 Answers = list[tuple[Problem, str]]
 #: Step times the README quotes for Tinker (30B student), for the CPU sizing table.
@@ -290,8 +290,8 @@ def main() -> None:
     graders["processes (2)"] = Grader(cache=None, executor=processes)
     cluster = None
     if not args.no_ray:
-        from cvdp_gym.grading.ray_executor import RayExecutor
-        from cvdp_gym.grading.ray_local import LocalRayCluster, use_loopback_driver
+        from cvdp_gym.execution.ray_executor import RayExecutor
+        from cvdp_gym.execution.ray_local import LocalRayCluster, use_loopback_driver
 
         use_loopback_driver()
         with console.status("starting a 2-node Ray cluster on 127.0.0.1 (1 CPU per node)"):

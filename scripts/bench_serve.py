@@ -32,7 +32,8 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cvdp_gym.data import bundled_candidates, load_dataset
-from cvdp_gym.grading import GradeCache, Grader
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader
 from cvdp_gym.service.app import ServiceConfig, create_app
 
 #: (label, workers, queue) of the configurations compared.

@@ -4,10 +4,13 @@ Every ``import`` statement counts, wherever it sits (module level, inside a func
 ``TYPE_CHECKING``): an import placed inside a function to dodge a cycle is still a cycle in
 the design. Layers, lowest first (a module may import its own layer and the ones below):
 
-- cvdp_gym: the shared leaves (``errors``, ``jsonl``, ``interrupt``, ``data``, ``parsers``),
-  then toolchain < sandbox < harness < grading < envs < eval / integrations / service /
-  check < benchmarks (the built-in plug-ins: each holds one benchmark's parts for every layer,
-  which the layers load by name through ``plugins``, never by an import) < cli; the package root (``cvdp_gym/__init__.py``) registers the environments by
+- cvdp_gym: the shared leaves (``errors``, ``jsonl``, ``interrupt``, ``seeds``, ``plugins``,
+  ``data``, ``parsers``), then toolchain < sandbox < harness < execution < grading < envs <
+  eval / integrations / service / check < benchmarks < cli (``execution`` runs jobs and keeps
+  their results: executors, Ray, worker processes, the cache; ``grading`` decides what a run
+  means and sends its runs there; ``benchmarks`` holds the built-in plug-ins, each one
+  benchmark's parts for every layer, which the layers load by name through ``plugins``, never
+  by an import); the package root (``cvdp_gym/__init__.py``) registers the environments by
   name and sits above them all.
 - rtl_trainer, above every cvdp_gym layer (never imported by it): errors / config <
   models / rendering < backends < losses < rollouts < loop / tracking / plot < demo /
@@ -29,11 +32,12 @@ from pathlib import Path
 PACKAGES = ("cvdp_gym", "rtl_trainer")
 #: cvdp_gym's layers, lowest first; names are first-level subpackages or modules.
 CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "jsonl", "interrupt", "_version", "chat", "user_dirs", "plugins"),
+    ("errors", "jsonl", "interrupt", "_version", "chat", "user_dirs", "seeds", "plugins"),
     ("data", "parsers"),
     ("toolchain",),
     ("sandbox",),
     ("harness",),
+    ("execution",),
     ("grading",),
     ("envs",),
     ("agents",),

@@ -4,7 +4,7 @@ Fixtures that make machine-wide things record their maker's owner token
 (:mod:`cvdp_gym.sandbox.owner`): a throwaway user with its rootless Podman service
 (``rootless.py``: the user's comment field, and an ``owner`` file in its folder, which holds
 its mounts), an ordinary user with a view of the root (``tests/security/test_host_unchanged.py``), a one-node Slurm (``test_slurm_recipe.py``) and a local Ray cluster
-(``cvdp_gym.grading.ray_local``), each in a ``/tmp`` folder of its own. A suite killed
+(``cvdp_gym.execution.ray_local``), each in a ``/tmp`` folder of its own. A suite killed
 halfway (SIGKILL, a CI timeout) cannot clean up; ``sweep`` removes what a dead maker left:
 its processes (each by pid), mounts, users and folders. Another suite running beside this
 one is never touched: its maker lives. Containers are the sandbox's own business

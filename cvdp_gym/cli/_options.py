@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 if TYPE_CHECKING:
     from cvdp_gym.data import Dataset
-    from cvdp_gym.grading.executors import GradeExecutor
+    from cvdp_gym.execution.executors import GradeExecutor
     from cvdp_gym.harness.runner import HarnessRunner
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -118,8 +118,8 @@ def repos_note(problems: list, runner: HarnessRunner) -> str | None:
 
 def executor_option(spec: str | None, workers: int) -> GradeExecutor | None:
     """The executor a ``--executor`` option names (None: threads in this process)."""
-    from cvdp_gym.grading.executor_factory import executor_besides_threads
-    from cvdp_gym.grading.jobs import NodeToolchainError
+    from cvdp_gym.execution.executor_factory import executor_besides_threads
+    from cvdp_gym.execution.jobs import NodeToolchainError
 
     try:
         return executor_besides_threads(spec, workers=workers)

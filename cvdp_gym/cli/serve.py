@@ -33,7 +33,8 @@ def serve_command(
     except ImportError as exc:
         raise fail(f"serve needs FastAPI and uvicorn: pip install 'cvdp-gym[serve]' ({exc})") from None
     from cvdp_gym.errors import ConfigError
-    from cvdp_gym.grading import GradeCache, Grader
+    from cvdp_gym.execution.cache import GradeCache
+    from cvdp_gym.grading import Grader
     from cvdp_gym.grading.backed import BACKED, check_verdict, require_references
 
     token = token or os.environ.get(TOKEN_ENV) or None

@@ -13,9 +13,10 @@ from cvdp_gym.data.problems import SCORING_HARNESS
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.errors import ArgumentTypeError, ConfigError, UnknownProblemError
-from cvdp_gym.grading import GradeCache, Grader, GradeResult, make_reward
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.execution.executors import GradeExecutor
+from cvdp_gym.grading import Grader, GradeResult, make_reward
 from cvdp_gym.grading.backed import BACKED, TESTBENCH, require_references
-from cvdp_gym.grading.executors import GradeExecutor
 from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions

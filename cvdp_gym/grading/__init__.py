@@ -1,7 +1,7 @@
-"""Staged grading of answers (format → syntax → interface → tests), rewards and a result cache;
-comprehension answers scored as the official tool scores them (BLEU/ROUGE-2, an LLM judge)."""
+"""Staged grading of answers (format → syntax → interface → tests) and rewards; comprehension
+answers scored as the official tool scores them (BLEU/ROUGE-2, an LLM judge). What runs the
+stages and keeps their results (executors, the cache) is ``cvdp_gym.execution``."""
 
-from cvdp_gym.grading.cache import GradeCache
 from cvdp_gym.grading.grader import Grader
 from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
 from cvdp_gym.grading.result import FORMAT_ERROR, INTERFACE_ERROR, GradeResult, Stage
@@ -11,7 +11,6 @@ __all__ = [
     "FORMAT_ERROR",
     "INTERFACE_ERROR",
     "REWARDS",
-    "GradeCache",
     "GradeResult",
     "Grader",
     "JudgeSettings",

@@ -9,7 +9,8 @@ milliseconds), and only a candidate that compiles and declares the right interfa
 simulation. Results are cached by content hash, so identical responses are simulated once.
 
 The ``Grader`` does the format stage (extraction) and the cache lookups itself, and sends
-the other stages (``stages.run_stages``) to an executor as a job (``jobs.grade_job``).
+the other stages (``stages.run_stages``) to an executor (``cvdp_gym.execution``) as a job
+(``grade_job``).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.errors import WorkerLost
+from cvdp_gym.execution.cache import GradeCache, content_key
+from cvdp_gym.execution.executor_factory import make_executor
+from cvdp_gym.execution.executors import GradeExecutor, ThreadExecutor
+from cvdp_gym.execution.jobs import RunnerSpec
 from cvdp_gym.grading.backed import TESTBENCH, check_verdict
-from cvdp_gym.grading.cache import GradeCache, content_key
 from cvdp_gym.grading.comprehension import Judge, check_route, grade_comprehension
-from cvdp_gym.grading.executor_factory import make_executor
-from cvdp_gym.grading.executors import GradeExecutor, ThreadExecutor
-from cvdp_gym.grading.jobs import RunnerSpec, grade_job
+from cvdp_gym.grading.grade_job import grade_job
 from cvdp_gym.grading.result import (
     FORMAT_ERROR,
     GRADER_VERSION,
@@ -43,13 +45,14 @@ from cvdp_gym.grading.result import (
     infra_result,
     late_result,
 )
-from cvdp_gym.grading.seeds import combine, seed_list
+from cvdp_gym.grading.seed_verdicts import combine
 from cvdp_gym.grading.stages import run_stages
 from cvdp_gym.harness.randomness import harness_randomness
 from cvdp_gym.harness.results import TIMEOUT
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.parsers.benchmark_answers import NO_CODE, extract_answer
 from cvdp_gym.parsers.comprehension import ROUTE_CHAT
+from cvdp_gym.seeds import seed_list
 
 #: Re-exported for ``from cvdp_gym.grading.grader import ...``; they live in ``result.py``.
 __all__ = [

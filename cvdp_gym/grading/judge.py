@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.chat import ChatClient, ChatSettings
 from cvdp_gym.errors import RequestFailed
-from cvdp_gym.grading.cache import GradeCache, content_key
+from cvdp_gym.execution.cache import GradeCache, content_key
 
 if TYPE_CHECKING:
     import httpx

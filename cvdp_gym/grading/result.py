@@ -95,7 +95,7 @@ class GradeResult:
     seed: int | None = None
     #: Why the harness's verdict can change from run to run (``harness.randomness``); empty: it cannot.
     randomised: list[str] = field(default_factory=list)
-    #: Several seeds graded (``grading.seeds``): ``{"seed", "verdict"}`` per run, in order.
+    #: Several seeds graded (``grading.seed_verdicts``): ``{"seed", "verdict"}`` per run, in order.
     seed_verdicts: list[dict[str, Any]] = field(default_factory=list)
     #: A benchmark flow's own verdict by the benchmark's own rule over the whole log
     #: (``harness.flows``: VerilogEval's class, RTLLM's rules); empty for CVDP answers.

@@ -24,7 +24,8 @@ without editing the harness: the variables that make every Python interpreter of
 run's own ``/tmp`` by ``write_seed_module``; it then runs the image's own
 ``sitecustomize``), and cocotb's seed variable for the harness's cocotb generation, unless
 the harness pins one itself. Nothing else of the run changes: the harness's ``PYTHONPATH``
-entries follow ours, in their order.
+entries follow ours, in their order. A run given no seed gets a fresh one from
+``cvdp_gym.seeds.draw_seed`` (where every seed of the project is drawn).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import secrets
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -42,7 +42,6 @@ from cvdp_gym.harness.compose import parse_env_file
 __all__ = [
     "SEED_DIR",
     "SEED_VARIABLE",
-    "draw_seed",
     "harness_randomness",
     "pinned_cocotb_seed",
     "seed_environment",
@@ -111,11 +110,6 @@ def _cvdp_gym_next():
 _cvdp_gym_seed()
 _cvdp_gym_next()
 '''
-
-
-def draw_seed() -> int:
-    """A fresh seed for a run that was given none (recorded with its result)."""
-    return secrets.randbelow(2**31)
 
 
 def write_seed_module(tmp_dir: Path) -> None:

@@ -35,7 +35,7 @@ from cvdp_gym.harness.compose import HarnessError, Service, parse_services
 from cvdp_gym.harness.flows import flow_for
 from cvdp_gym.harness.lint import LintResult, compile_only, full_parser_accepts
 from cvdp_gym.harness.logs import read_logs, writable_roots
-from cvdp_gym.harness.randomness import draw_seed, seed_environment, write_seed_module
+from cvdp_gym.harness.randomness import seed_environment, write_seed_module
 from cvdp_gym.harness.reach_in import rtl_scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
@@ -59,6 +59,7 @@ from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS, UnsafePathError, check_relative_path, write_tree
 from cvdp_gym.sandbox.scratch import make_scratch_dir
 from cvdp_gym.sandbox.tree_copy import TreeCopy, copy_tree
+from cvdp_gym.seeds import draw_seed
 from cvdp_gym.toolchain import SimEnv, Toolchain
 
 #: The path helpers live in ``cvdp_gym.sandbox.paths`` and ``LintResult`` in ``lint.py``;

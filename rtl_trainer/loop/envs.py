@@ -13,8 +13,8 @@ from typing import Any
 import gymnasium as gym
 from tinker import types
 
-from cvdp_gym.grading.executor_factory import executor_besides_threads, parse_executor
-from cvdp_gym.grading.executors import GradeExecutor
+from cvdp_gym.execution.executor_factory import executor_besides_threads, parse_executor
+from cvdp_gym.execution.executors import GradeExecutor
 from rtl_trainer.config import TrainConfig
 from rtl_trainer.errors import ConfigError
 

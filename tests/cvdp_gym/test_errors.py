@@ -55,8 +55,8 @@ NOT_INPUT_ERRORS = {
     ("chat.py", "_Retryable"): "private: retried, then reported as RequestFailed",
     ("grading/judge.py", "ValueError"): "caught in parse_judge_reply: the official parse's way to say 'no usable score'",
     ("grading/judge.py", "TypeError"): "caught in parse_judge_reply: the official parse's way to say 'no usable score'",
-    ("grading/ray_local.py", "TimeoutError"): "a local test cluster that did not start in time",
-    ("grading/ray_local.py", "SystemExit"): "usage line of its command-line entry point",
+    ("execution/ray_local.py", "TimeoutError"): "a local test cluster that did not start in time",
+    ("execution/ray_local.py", "SystemExit"): "usage line of its command-line entry point",
     ("check.py", "CheckInterrupted"): "Ctrl-C is a KeyboardInterrupt, not an error",
     ("__init__.py", "AttributeError"): "the module __getattr__ protocol (PEP 562) for an unknown name",
     ("integrations/verl.py", "AttributeError"): "the module __getattr__ protocol (PEP 562) for an unknown name",
@@ -98,8 +98,8 @@ def test_old_homes_still_export_the_classes():
     from cvdp_gym.data import DatasetError
     from cvdp_gym.data.patch import PatchError
     from cvdp_gym.eval.sources import RequestFailed, ResponsesFileError
-    from cvdp_gym.grading.executors import WorkerLost
-    from cvdp_gym.grading.jobs import NodeToolchainError
+    from cvdp_gym.execution.executors import WorkerLost
+    from cvdp_gym.execution.jobs import NodeToolchainError
     from cvdp_gym.harness.compose import HarnessError
     from cvdp_gym.harness.runner import CandidateError
     from cvdp_gym.jsonl import JsonlError, OneLineError
@@ -120,7 +120,7 @@ def _bad_inputs(tmp_path: Path):
     from cvdp_gym.data.problems import problem_from_record
     from cvdp_gym.eval.passk import pass_at_k
     from cvdp_gym.eval.sources import read_responses
-    from cvdp_gym.grading.executor_factory import make_executor
+    from cvdp_gym.execution.executor_factory import make_executor
     from cvdp_gym.grading.rewards import make_reward
     from cvdp_gym.harness.compose import parse_services
     from cvdp_gym.parsers import parse_tool_calls

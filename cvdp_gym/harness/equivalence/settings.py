@@ -5,16 +5,14 @@ Contract: ``read_settings(extra)`` turns the dataset spec's options (strings or 
 ``seed``) into a ``Settings`` with every value checked, or raises ``ConfigError`` naming the
 bad one (the flow turns that into a labelled failure, never a crash). ``min_depth`` may not
 exceed ``depth``: a bound that could never count is a mistake in the spec, not a grader
-that silently stops trusting its formal stage. ``stimulus_seed`` is the seed of
-the generated stimulus: a hash of the problem id, the cycle count and the ``seed`` option,
-so the same answer under the same settings always sees the same stimulus (cacheable), on
-either simulator, in every mode.
+that silently stops trusting its formal stage. The stimulus's seed is derived from the
+problem id, the cycle count and the ``seed`` option by ``cvdp_gym.seeds.stimulus_seed``
+(where every seed of the project is drawn), so the same answer under the same settings
+always sees the same stimulus (cacheable), on either simulator, in every mode.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,12 +92,6 @@ def read_settings(extra: Mapping[str, Any] | None) -> Settings:
         formal_timeout=_number(options, "formal_timeout", float, defaults.formal_timeout, 1.0, MAX_FORMAL_TIMEOUT_S),
         seed=_number(options, "seed", int, defaults.seed, 0, 2**63 - 1),
     )
-
-
-def stimulus_seed(problem_id: str, settings: Settings) -> int:
-    """The stimulus's seed: the same for the same problem, cycle count and ``seed`` option."""
-    text = json.dumps([problem_id, settings.cycles, settings.seed])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 def _choice(options: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:

@@ -66,7 +66,7 @@ from cvdp_gym.harness.equivalence.recipes import (
     verithoughts_files,
     verithoughts_script,
 )
-from cvdp_gym.harness.equivalence.settings import Settings, read_settings, stimulus_seed
+from cvdp_gym.harness.equivalence.settings import Settings, read_settings
 from cvdp_gym.harness.equivalence.sources import RunNames, rename_modules
 from cvdp_gym.harness.equivalence.stimulus import Stimulus, make_stimulus
 from cvdp_gym.harness.equivalence.testbench import (
@@ -92,6 +92,7 @@ from cvdp_gym.harness.results import (
 )
 from cvdp_gym.harness.testbench import new_secret, read_log, run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.seeds import stimulus_seed
 
 INTERFACE_ERROR = "interface_error"
 #: The largest stimulus file (bits of all vectors) a run may write.

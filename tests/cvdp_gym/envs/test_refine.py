@@ -21,7 +21,7 @@ from gymnasium.utils.env_checker import check_env
 import cvdp_gym  # noqa: F401  (registers the environments)
 from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.envs.prompts import answer_text
-from cvdp_gym.grading import GradeCache
+from cvdp_gym.execution.cache import GradeCache
 from cvdp_gym.grading.rewards import MAX_SHAPED
 
 pytestmark = pytest.mark.sandbox

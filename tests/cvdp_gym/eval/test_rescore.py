@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from cvdp_gym.cli import app
 from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.envs.prompts import answer_text
-from cvdp_gym.grading import GradeCache, Grader, GradeResult, make_reward
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader, GradeResult, make_reward
 from cvdp_gym.grading.rewards import make_reward_parts
 from tests.support import COMPREHENSION_REFERENCES, write_comprehension_dataset
 

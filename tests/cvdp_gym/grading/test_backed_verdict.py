@@ -16,7 +16,8 @@ import pytest
 import cvdp_gym  # noqa: F401  (registers the environments)
 from cvdp_gym.data import Dataset, load_dataset
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.grading import GradeCache, Grader, make_reward
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader, make_reward
 from cvdp_gym.grading.backed import (
     BACKED,
     TESTBENCH,

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from cvdp_gym.data import bundled_candidates, load_dataset
-from cvdp_gym.grading import GradeCache, Grader, make_reward
-from cvdp_gym.grading.cache import content_key
+from cvdp_gym.execution.cache import GradeCache, content_key
+from cvdp_gym.grading import Grader, make_reward
 from cvdp_gym.grading.interface import check_interface
 from cvdp_gym.grading.rewards import REWARDS, binary, make_reward_parts, partial, shaped
 

@@ -9,7 +9,8 @@ import gymnasium as gym
 import pytest
 
 from cvdp_gym.data import load_dataset
-from cvdp_gym.grading import GradeCache, Grader, GradeResult
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader, GradeResult
 from cvdp_gym.harness import HarnessRunner
 from tests.support import RefusingSandbox, broken_harness
 

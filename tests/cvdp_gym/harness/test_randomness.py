@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from cvdp_gym.cli import app
 from cvdp_gym.grading import Grader
-from cvdp_gym.grading.seeds import combine, seed_list
+from cvdp_gym.grading.seed_verdicts import combine
 from cvdp_gym.harness.randomness import (
     SEED_DIR,
     SEED_VARIABLE,
@@ -28,6 +28,7 @@ from cvdp_gym.harness.randomness import (
     seed_environment,
     write_seed_module,
 )
+from cvdp_gym.seeds import seed_list
 from tests.cvdp_gym.harness import randomised_problem as made_up
 
 BASE = {"docker-compose.yml": made_up.COMPOSE, "src/.env": made_up.ENV}

@@ -19,7 +19,7 @@ import pytest
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness.equivalence.formal import FormalResult
 from cvdp_gym.harness.equivalence.ports import Port, read_design
-from cvdp_gym.harness.equivalence.settings import Settings, read_settings, stimulus_seed
+from cvdp_gym.harness.equivalence.settings import Settings, read_settings
 from cvdp_gym.harness.equivalence.state import StateRegister
 from cvdp_gym.harness.equivalence.stimulus import make_stimulus, quiet_level
 from cvdp_gym.harness.equivalence.testbench import Coverage, SimulationResult
@@ -28,6 +28,7 @@ from cvdp_gym.harness.flows import FLOWS
 from cvdp_gym.harness.flows.reference import _cut_short
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.sandbox.base import Limits
+from cvdp_gym.seeds import stimulus_seed
 from tests.cvdp_gym.harness.test_reference_flow import problem
 
 pytestmark = pytest.mark.sandbox

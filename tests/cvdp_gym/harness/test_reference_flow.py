@@ -18,12 +18,13 @@ import pytest
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.harness.equivalence.ports import read_design
-from cvdp_gym.harness.equivalence.settings import read_settings, stimulus_seed
+from cvdp_gym.harness.equivalence.settings import read_settings
 from cvdp_gym.harness.equivalence.sources import rename_modules
 from cvdp_gym.harness.equivalence.stimulus import make_stimulus
 from cvdp_gym.harness.flows import FLOWS
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.sandbox.base import Limits
+from cvdp_gym.seeds import stimulus_seed
 
 pytestmark = pytest.mark.sandbox
 

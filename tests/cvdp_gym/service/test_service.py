@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from cvdp_gym.cli import app as cli_app
 from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.grading import GradeCache, Grader, make_reward
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader, make_reward
 from cvdp_gym.service.app import ServiceConfig, create_app
 from cvdp_gym.service.client import GradingClient
 from tests.support import ServedApp

@@ -14,7 +14,8 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from cvdp_gym.data import load_dataset
-from cvdp_gym.grading import GradeCache, Grader
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader
 from cvdp_gym.service.app import ServiceConfig, create_app
 from tests.support import RTLLM_COPY, WRONG_ADDER, ServedApp
 

@@ -8,7 +8,8 @@ import gymnasium as gym
 import pytest
 
 from cvdp_gym.data import Dataset, load_dataset
-from cvdp_gym.grading import GradeCache, Grader
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.grading import Grader
 from cvdp_gym.harness import HarnessRunner
 from rtl_trainer.loop.metrics import infra_metrics, rollout_metrics
 from rtl_trainer.rollouts import EnvPool, Group, Rollout, Turn

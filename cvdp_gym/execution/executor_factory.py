@@ -1,6 +1,6 @@
 """Executors by name: the one module that knows every kind of ``GradeExecutor``.
 
-A spec string picks where grading jobs run (see ``cvdp_gym.grading.executors``):
+A spec string picks where grading jobs run (see ``cvdp_gym.execution.executors``):
 ``threads[:N]`` (default), ``processes[:N]`` or ``ray[:ADDRESS]``. The executors
 themselves live one kind a module (``executors.py``: threads and processes;
 ``ray_executor.py``: Ray, which imports Ray itself only when one is made), so none of them
@@ -11,8 +11,8 @@ them all.
 from __future__ import annotations
 
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.grading.executors import GradeExecutor, ProcessExecutor, ThreadExecutor
-from cvdp_gym.grading.ray_executor import RayExecutor
+from cvdp_gym.execution.executors import GradeExecutor, ProcessExecutor, ThreadExecutor
+from cvdp_gym.execution.ray_executor import RayExecutor
 
 EXECUTORS = ("threads", "processes", "ray")
 

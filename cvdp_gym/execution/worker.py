@@ -1,4 +1,4 @@
-"""A grading worker process for ``ProcessExecutor``: ``python -m cvdp_gym.grading.worker R W``.
+"""A grading worker process for ``ProcessExecutor``: ``python -m cvdp_gym.execution.worker R W``.
 
 Reads ``(job_id, fn, args)`` from file descriptor R and writes ``(job_id, status, value)``
 to W, one job at a time. SIGINT cancels the running job (``KeyboardInterrupt``: the

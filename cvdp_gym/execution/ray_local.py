@@ -4,7 +4,7 @@
 and its command line rewrites 127.0.0.1 to the machine's network address, refusing a second
 node otherwise. So the head starts with Ray's loopback-only setting
 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), and each further node through
-``python -m cvdp_gym.grading.ray_local node ...``: Ray's own ``ray start`` with the node
+``python -m cvdp_gym.execution.ray_local node ...``: Ray's own ``ray start`` with the node
 address pinned to 127.0.0.1. Every process is ``ray start --block``, started in a session
 of its own and stopped by its process group: nothing else on the machine is touched. Its
 folder's ``owner`` file names the process that made it (``sandbox/owner.py``), so what a
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from cvdp_gym.errors import UnavailableError
+from cvdp_gym.execution.ray_executor import NICENESS_ENV, WORKER_NICENESS
 from cvdp_gym.sandbox.owner import owner_token
 
 LOOPBACK = "127.0.0.1"
@@ -82,7 +83,9 @@ class LocalRayCluster:
 
     def start(self) -> LocalRayCluster:
         ray_cli = str(Path(sys.executable).with_name("ray"))
-        base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", _LOOPBACK_ENV: "0"}
+        # Workers at the niceness of the processes they are compared with, not Ray's 15.
+        niceness = os.environ.get(NICENESS_ENV, WORKER_NICENESS)
+        base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", _LOOPBACK_ENV: "0", NICENESS_ENV: niceness}
         common = [
             f"--num-cpus={self.cpus_per_node}",
             f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
@@ -97,7 +100,7 @@ class LocalRayCluster:
         self.wait_for_nodes(1)
         for index in range(1, self.nodes):
             self._launch(
-                [sys.executable, "-m", "cvdp_gym.grading.ray_local", "node", f"--address={self.address}", *common],
+                [sys.executable, "-m", "cvdp_gym.execution.ray_local", "node", f"--address={self.address}", *common],
                 {**base, **self.env, _LOOPBACK_ENV: "1"}, f"node{index}.log",
             )
             self.wait_for_nodes(index + 1)
@@ -171,5 +174,5 @@ def _start_node(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] != "node":
-        raise SystemExit("usage: python -m cvdp_gym.grading.ray_local node --address=HOST:PORT [ray start options]")
+        raise SystemExit("usage: python -m cvdp_gym.execution.ray_local node --address=HOST:PORT [ray start options]")
     _start_node(sys.argv[2:])

@@ -1,4 +1,4 @@
-"""Grading jobs as plain functions of picklable arguments, so any executor can run them.
+"""Jobs as plain functions of picklable arguments, so any executor can run them.
 
 A job names its runner by a ``RunnerSpec`` (sandbox, toolchain kind, limits and the
 toolchain fingerprint the caller expects), not by a runner object: a worker process or a
@@ -18,8 +18,6 @@ from typing import Any
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import NodeToolchainError
-from cvdp_gym.grading.backed import TESTBENCH
-from cvdp_gym.grading.stages import run_stages
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions
 from cvdp_gym.sandbox import Limits, SandboxUnavailable, make_sandbox
@@ -83,17 +81,6 @@ def runner_for(spec: RunnerSpec) -> HarnessRunner:
 def harness_job(spec: RunnerSpec, problem: Problem, files: Mapping[str, str], seed: int | None = None) -> HarnessResult:
     """Run ``problem``'s harness on ``files`` with ``seed`` (what ``cvdp-gym check`` sends)."""
     return runner_for(spec).run(problem, files, seed=seed)
-
-
-def grade_job(
-    spec: RunnerSpec, lint: bool, interface: bool, problem: Problem, files: Mapping[str, str], seed: int | None = None,
-    verdict: str = TESTBENCH,
-) -> dict[str, Any]:
-    """The grader's stages after extraction (syntax, interface, tests; under
-    ``testbench+reference`` the check against the reference), uncached; returns
-    ``GradeResult.to_dict()`` (plain data crosses process and node boundaries unchanged)."""
-    runner = runner_for(spec)
-    return run_stages(runner, problem, dict(files), lint=lint, interface=interface, seed=seed, verdict=verdict).to_dict()
 
 
 def probe_job(spec: RunnerSpec) -> dict[str, str]:

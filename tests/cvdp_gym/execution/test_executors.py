@@ -15,10 +15,10 @@ import pytest
 
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
+from cvdp_gym.execution.executor_factory import make_executor, parse_executor
+from cvdp_gym.execution.executors import ProcessExecutor, ThreadExecutor
+from cvdp_gym.execution.jobs import noop_job
 from cvdp_gym.grading import Grader
-from cvdp_gym.grading.executor_factory import make_executor, parse_executor
-from cvdp_gym.grading.executors import ProcessExecutor, ThreadExecutor
-from cvdp_gym.grading.jobs import noop_job
 from cvdp_gym.interrupt import proc_info
 from tests.support import hanging_answer, sandboxes_under
 
@@ -27,13 +27,13 @@ pytestmark = pytest.mark.sandbox
 PROBLEMS = load_dataset("bundled")
 EDGE = PROBLEMS["cvdp_gym_edge_detector_0001"]
 def worker_processes() -> list[int]:
-    """This test process's grading worker processes (``python -m cvdp_gym.grading.worker``)."""
+    """This test process's grading worker processes (``python -m cvdp_gym.execution.worker``)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             info = proc_info(int(entry.name))
             try:
-                if info and info.ppid == os.getpid() and b"cvdp_gym.grading.worker" in (entry / "cmdline").read_bytes():
+                if info and info.ppid == os.getpid() and b"cvdp_gym.execution.worker" in (entry / "cmdline").read_bytes():
                     found.append(info.pid)
             except OSError:
                 continue

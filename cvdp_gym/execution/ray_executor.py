@@ -7,6 +7,13 @@ same whichever node ran it, and the caller receives exactly one result per job. 
 first interrupts the task (``KeyboardInterrupt``: the sandbox's own cleanup kills it), then
 kills its worker after ``CANCEL_GRACE_S`` (the sandbox dies with it).
 
+Ray runs its workers at niceness 15 by default (``RAY_worker_niceness``), so on a machine
+with any other load a grading task, its sandbox and its simulator get the CPU last, behind
+every process at the default niceness (a ``processes`` worker among them). A local
+instance this executor starts, and ``ray_local``'s clusters, run them at 0
+(``WORKER_NICENESS``) unless the variable is set; a cluster started with ``ray start``
+takes it from that command's environment.
+
 Every node needs the project and its toolchain (``cvdp-gym toolchain install`` on each node,
 or ``CVDP_GYM_TOOLCHAIN`` pointing at a shared copy). ``check_nodes`` runs a probe on every
 node and names each one that cannot grade, with the command that fixes it.
@@ -14,14 +21,34 @@ node and names each one that cannot grade, with the command that fixes it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError, Future
 from typing import Any
 
-from cvdp_gym.errors import MissingDependencyError
-from cvdp_gym.grading.executors import CANCEL_GRACE_S, WorkerLost
-from cvdp_gym.grading.jobs import NodeToolchainError, RunnerSpec, probe_job
+from cvdp_gym.errors import MissingDependencyError, NodeToolchainError, WorkerLost
+from cvdp_gym.execution.executors import CANCEL_GRACE_S
+from cvdp_gym.execution.jobs import RunnerSpec, probe_job
+
+#: Ray's setting for its workers' niceness (Ray's default: 15), and the value ours run at.
+NICENESS_ENV = "RAY_worker_niceness"
+WORKER_NICENESS = "0"
+
+
+@contextlib.contextmanager
+def _worker_niceness() -> Iterator[None]:
+    """``NICENESS_ENV`` set while ``ray.init`` may start a local instance (its raylet reads it
+    from the environment it inherits), unless the caller set it; the environment is restored."""
+    if NICENESS_ENV in os.environ:
+        yield
+        return
+    os.environ[NICENESS_ENV] = WORKER_NICENESS
+    try:
+        yield
+    finally:
+        os.environ.pop(NICENESS_ENV, None)
 
 
 def _run_job(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -47,7 +74,8 @@ class RayExecutor:
         self._ray = ray
         self._owns_connection = not ray.is_initialized()
         if self._owns_connection:
-            ray.init(address=address, log_to_driver=False, configure_logging=False, include_dashboard=False)
+            with _worker_niceness():
+                ray.init(address=address, log_to_driver=False, configure_logging=False, include_dashboard=False)
         self.cpus_per_job = cpus_per_job
         self._task = ray.remote(num_cpus=cpus_per_job, max_retries=max_retries, retry_exceptions=False)(_run_job)
         self._refs: dict[Future[Any], Any] = {}

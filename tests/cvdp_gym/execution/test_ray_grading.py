@@ -20,14 +20,15 @@ import pytest
 from cvdp_gym.check import run_jobs
 from cvdp_gym.data import load_dataset
 from cvdp_gym.envs.prompts import answer_text
+from cvdp_gym.errors import NodeToolchainError
+from cvdp_gym.execution.jobs import RunnerSpec
 from cvdp_gym.grading import Grader
-from cvdp_gym.grading.jobs import NodeToolchainError, RunnerSpec
 from tests.support import hanging_answer, sandboxes_under, verdict_summary
 
 ray = pytest.importorskip("ray")
 
-from cvdp_gym.grading.ray_executor import RayExecutor  # noqa: E402
-from cvdp_gym.grading.ray_local import LocalRayCluster, use_loopback_driver  # noqa: E402
+from cvdp_gym.execution.ray_executor import RayExecutor  # noqa: E402
+from cvdp_gym.execution.ray_local import LocalRayCluster, use_loopback_driver  # noqa: E402
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -103,6 +104,12 @@ def test_cluster_has_two_nodes_on_loopback_only(cluster, executor):
     assert executor.capacity == 2
     addresses = _listening_addresses(cluster)
     assert addresses and addresses <= LOOPBACK_HEX, addresses  # nothing reachable from outside
+
+
+def test_grading_tasks_run_at_the_niceness_of_the_caller(executor):
+    """Not at Ray's default of 15: a grading task (its sandbox and simulator with it) would
+    otherwise get the CPU only after everything else on a busy node."""
+    assert {executor.submit(os.getpriority, os.PRIO_PROCESS, 0).result(timeout=60) for _ in range(4)} == {0}
 
 
 def test_bundled_set_gets_the_same_verdicts_as_local_threads(executor, runner, bundled_jobs, bundled_results):

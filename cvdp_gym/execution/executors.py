@@ -1,10 +1,10 @@
 """Where grading jobs run: the ``GradeExecutor`` interface, and executors on local threads or processes.
 
 Every executor takes a job (a module-level function and picklable arguments, see
-``cvdp_gym.grading.jobs``) and returns a ``concurrent.futures.Future``; ``cancel(future)``
+``cvdp_gym.execution.jobs``) and returns a ``concurrent.futures.Future``; ``cancel(future)``
 kills the job's sandbox wherever it runs. The grader, ``cvdp-gym check``, ``cvdp-gym eval``
 and the trainer all submit through this one interface, chosen by a spec string
-(``cvdp_gym.grading.executor_factory.make_executor``):
+(``cvdp_gym.execution.executor_factory.make_executor``):
 
 - ``threads[:N]`` (default): N threads in this process (N: the caller's concurrency);
 - ``processes[:N]``: N worker processes on this machine (a crashed worker's job is retried);
@@ -186,13 +186,13 @@ class ProcessExecutor:
             os.kill(process.pid, signal.SIGINT)
 
     def _spawn(self) -> tuple[Any, Any]:
-        """A fresh ``python -m cvdp_gym.grading.worker`` (no fork of this threaded process,
+        """A fresh ``python -m cvdp_gym.execution.worker`` (no fork of this threaded process,
         no re-import of the caller's main module), talking over a pipe pair; it dies with
         this process (``worker.die_with_parent``), sandbox and all, even on a SIGKILL."""
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         process = subprocess.Popen(
-            [sys.executable, "-m", "cvdp_gym.grading.worker", str(to_child_r), str(from_child_w), str(os.getpid())],
+            [sys.executable, "-m", "cvdp_gym.execution.worker", str(to_child_r), str(from_child_w), str(os.getpid())],
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # the terminal's Ctrl-C is the caller's to handle (close())

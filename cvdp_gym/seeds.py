@@ -1,0 +1,50 @@
+"""Every seed the project draws or derives, in one place, so that a seeded run is reproducible.
+
+Contract:
+
+- ``draw_seed()``: a fresh seed for a harness run that was given none (recorded with its
+  result, so the run can be repeated);
+- ``seed_list(count, first)``: the seeds of ``count`` runs of one answer: ``first,
+  first + 1, ...`` when a first seed is given (a command line reproduces them), fresh draws
+  otherwise;
+- ``stimulus_seed(problem_id, settings)``: the reference grader's stimulus seed, a hash of
+  the problem id, the cycle count and the ``seed`` option: the same answer under the same
+  settings always sees the same stimulus (cacheable), on either simulator, in every mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from typing import Protocol
+
+__all__ = ["StimulusOptions", "draw_seed", "seed_list", "stimulus_seed"]
+
+
+class StimulusOptions(Protocol):
+    """What the stimulus seed depends on (``harness.equivalence.settings.Settings`` has it)."""
+
+    @property
+    def cycles(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+def draw_seed() -> int:
+    """A fresh seed for a run that was given none (recorded with its result)."""
+    return secrets.randbelow(2**31)
+
+
+def seed_list(count: int, first: int | None = None) -> list[int]:
+    """The seeds of ``count`` runs: ``first, first + 1, ...`` or fresh draws."""
+    if first is None:
+        return [draw_seed() for _ in range(max(1, count))]
+    return [first + i for i in range(max(1, count))]
+
+
+def stimulus_seed(problem_id: str, settings: StimulusOptions) -> int:
+    """The stimulus's seed: the same for the same problem, cycle count and ``seed`` option."""
+    text = json.dumps([problem_id, settings.cycles, settings.seed])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
