@@ -12,7 +12,7 @@ module                 attribute              read by
 ``<pkg>.flow``         ``FLOWS``              one answer's run (:mod:`cvdp_gym.harness.flows`)
 ``<pkg>.official``     ``OFFICIAL_FLOWS``     ``parity`` (:mod:`cvdp_gym.parity.benchmarks`)
 ``<pkg>.report``       ``REPORTS``            report arithmetic (:mod:`cvdp_gym.eval`)
-``<pkg>.consistency`` ``FINDINGS``           ``check``'s static checks (:mod:`cvdp_gym.consistency`)
+``<pkg>.consistency`` ``FINDINGS``           ``check``'s static checks (:mod:`cvdp_gym.check.consistency`)
 =====================  =====================  ==============================================
 
 The built-in packages are listed in :data:`BUILT_IN`; a third party's package is named by a

@@ -4,7 +4,7 @@ benchmark's own flow, on the same answers, side by side.
 
 For each benchmark copy found (``--benchmark-dir NAME=DIR`` or the benchmark's environment
 variable; else the made-up copies in tests/fixtures/benchmarks), the answers are every
-problem's reference plus ``--mutants`` wrong answers per problem (``cvdp_gym.parity.mutants``,
+problem's reference plus ``--mutants`` wrong answers per problem (``cvdp_gym.data.mutants``,
 seeded, no zero-delay loops: those only measure the 30 s limit). They are graded here with
 ``--jobs`` workers and no cache, and, where the benchmark's own scripts can run here (a clone
 that carries them), by its own flow with the same parallelism (``cvdp_gym.parity.benchmarks``:

@@ -5,7 +5,7 @@ beside the two published recipes, on problems that have both a reference and an 
 For each problem (the bundled CVDP problems with one target; VerilogEval v2 spec-to-rtl and
 RTLLM v2.0 from a copy: ``--benchmark-dir NAME=DIR`` or their variables, else the made-up
 copies in tests/fixtures/benchmarks), the answers are its reference and ``--mutants`` seeded
-wrong answers (``cvdp_gym.parity.mutants``: operators, constants, conditions, reset values,
+wrong answers (``cvdp_gym.data.mutants``: operators, constants, conditions, reset values,
 widths, case items, state transitions...). The problem's own test bench (CVDP's cocotb
 harness, VerilogEval's and RTLLM's flows) says which answers are wrong: a mutant whose
 behaviour it fails (``test_failure``, ``timeout``) is wrong for sure (the reference passes
@@ -48,10 +48,10 @@ from rich.table import Table
 
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.benchmarks import BENCHMARKS
+from cvdp_gym.data.mutants import BEHAVIOUR_KINDS, problem_mutants
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness import HarnessRunner
 from cvdp_gym.harness.results import HarnessResult
-from cvdp_gym.parity.mutants import BEHAVIOUR_KINDS, problem_mutants
 from cvdp_gym.sandbox import make_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -41,7 +41,7 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("grading",),
     ("envs",),
     ("agents",),
-    ("eval", "integrations", "service", "check", "consistency", "coverage", "decontaminate", "parity", "report", "debug", "audit"),
+    ("eval", "integrations", "service", "check", "coverage", "decontaminate", "parity", "report", "debug", "audit"),
     ("benchmarks",),
     ("cli",),
 )

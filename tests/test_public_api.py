@@ -45,8 +45,9 @@ PINNED_ALL = {
         "default_ks", "eval_endpoint", "eval_responses", "pass_at_k", "pass_at_k_official", "print_report",
         "read_responses", "write_report",
     ],
+    "cvdp_gym.execution": ["GradeCache", "GradeExecutor", "ProcessExecutor", "ThreadExecutor", "make_executor"],
     "cvdp_gym.grading": [
-        "FORMAT_ERROR", "GradeCache", "GradeResult", "Grader", "INTERFACE_ERROR", "JudgeSettings", "LLMJudge",
+        "FORMAT_ERROR", "GradeResult", "Grader", "INTERFACE_ERROR", "JudgeSettings", "LLMJudge",
         "REWARDS", "Stage", "make_reward",
     ],
     "cvdp_gym.harness": [

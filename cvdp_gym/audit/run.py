@@ -3,7 +3,7 @@ bench, and the survivors judged by the reference-equivalence grader.
 
 Contract: ``plan(problems, count, seed)`` gives one ``Subject`` per problem it can audit (a
 harness problem with a reference: its reference's ``count`` seeded single-site mutants of
-:data:`cvdp_gym.parity.mutants.BEHAVIOUR_KINDS`, each named ``mutant:<kind>@<hash>``) and the
+:data:`cvdp_gym.data.mutants.BEHAVIOUR_KINDS`, each named ``mutant:<kind>@<hash>``) and the
 problems it leaves out with why. ``run_audit(subjects, runner, out=...)`` grades in three
 phases, each a :func:`cvdp_gym.check.run_jobs` appending to the same JSONL (so an
 interrupted audit resumes, and Ctrl-C raises ``CheckInterrupted`` with what finished kept):
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cvdp_gym.check import CheckJob, CheckOutcome, run_jobs
+from cvdp_gym.data.mutants import BEHAVIOUR_KINDS, problem_mutants
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.grading.backed import (
     DIFFERENT,
@@ -43,7 +44,6 @@ from cvdp_gym.grading.backed import (
 from cvdp_gym.grading.result import UNDECIDED
 from cvdp_gym.harness.results import PASSED, RESOURCE_LIMIT, TEST_FAILURE, TIMEOUT, HarnessResult
 from cvdp_gym.harness.runner import HarnessRunner
-from cvdp_gym.parity.mutants import BEHAVIOUR_KINDS, problem_mutants
 
 __all__ = [
     "KILLED",

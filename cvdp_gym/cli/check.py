@@ -136,9 +136,9 @@ def check_command(
 
 
 def _print_consistency(data, outcomes: list) -> None:
-    """A benchmark's own files against each other (``cvdp_gym.consistency``), and its labelled
+    """A benchmark's own files against each other (``cvdp_gym.check.consistency``), and its labelled
     defects: found again here, or not."""
-    from cvdp_gym.consistency import findings
+    from cvdp_gym.check.consistency import findings
 
     problems = [p for p in data.problems if p.flow is not None and p.grader != REFERENCE_GRADER]
     if not problems:

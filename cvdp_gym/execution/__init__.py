@@ -15,3 +15,9 @@ This layer runs jobs and keeps results; it never judges one:
 It sits between the harness (what a job runs) and grading (which sends its stages here as
 a job, ``grading.grade_job``, and decides what a run means).
 """
+
+from cvdp_gym.execution.cache import GradeCache
+from cvdp_gym.execution.executor_factory import make_executor
+from cvdp_gym.execution.executors import GradeExecutor, ProcessExecutor, ThreadExecutor
+
+__all__ = ["GradeCache", "GradeExecutor", "ProcessExecutor", "ThreadExecutor", "make_executor"]

@@ -1,4 +1,4 @@
-"""RTLLM's own files checked against each other (:mod:`cvdp_gym.consistency`): the module the
+"""RTLLM's own files checked against each other (:mod:`cvdp_gym.check.consistency`): the module the
 description names and the one the test bench instantiates, the description's port list against
 the reference's, and a test bench that wires the design by position in an order the description
 never gives.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from cvdp_gym.benchmarks.rtllm.data import instantiated_module
-from cvdp_gym.consistency import connections, ports
+from cvdp_gym.check.consistency import connections, ports
 from cvdp_gym.data.problems import Problem
 
 __all__ = ["FINDINGS"]

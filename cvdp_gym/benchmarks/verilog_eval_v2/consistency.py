@@ -1,4 +1,4 @@
-"""VerilogEval v2's own files checked against each other (:mod:`cvdp_gym.consistency`): the test
+"""VerilogEval v2's own files checked against each other (:mod:`cvdp_gym.check.consistency`): the test
 bench's connections against the reference's ports, the spec-to-RTL prompt's port list and
 directions, the code-completion interface (``_ifc.txt``).
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from cvdp_gym.consistency import connections, ports
+from cvdp_gym.check.consistency import connections, ports
 from cvdp_gym.data.problems import Problem
 
 __all__ = ["FINDINGS"]

@@ -11,7 +11,7 @@ answer gives ``missing``.
 
 ``benchmark_answers(spec, problems)`` makes the answers: ``references`` (each problem's
 reference), ``mutants[:N]`` (the references and N seeded mutants of each,
-:mod:`cvdp_gym.parity.mutants`) or a JSONL of ``{id, name?, files: {path: text}}`` or
+:mod:`cvdp_gym.data.mutants`) or a JSONL of ``{id, name?, files: {path: text}}`` or
 ``{id, name?, response: text}`` lines (a response is extracted as the benchmark extracts
 it, :func:`cvdp_gym.parsers.benchmark_answers.extract_answer`); ``clone_for`` finds the clone
 a dataset spec or path names.
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from cvdp_gym.check import CheckJob, run_jobs
 from cvdp_gym.data.benchmarks import benchmark, detect, is_benchmark_spec, locate, parse_spec
+from cvdp_gym.data.mutants import benchmark_mutants
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError, DatasetError
 from cvdp_gym.harness.runner import HarnessRunner
@@ -32,7 +33,6 @@ from cvdp_gym.parity.answers import Answer
 from cvdp_gym.parity.benchmarks.official_flows import OFFICIAL_FLOWS, OfficialFlow
 from cvdp_gym.parity.benchmarks.rows import BenchmarkRow
 from cvdp_gym.parity.benchmarks.sandboxed import BenchmarkVerdict, machine, missing
-from cvdp_gym.parity.mutants import benchmark_mutants
 
 __all__ = [
     "OFFICIAL_FLOWS",

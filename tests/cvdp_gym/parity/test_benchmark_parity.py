@@ -26,12 +26,7 @@ from typer.testing import CliRunner
 from cvdp_gym.benchmarks.verilog_eval_v1.official import enable_execution
 from cvdp_gym.cli import app
 from cvdp_gym.data import load_dataset
-from cvdp_gym.envs.prompts import answer_text
-from cvdp_gym.parity import AGREE, DISAGREE, LEFT_OUT
-from cvdp_gym.parity.answers import Answer
-from cvdp_gym.parity.benchmarks import benchmark_answers, run_benchmark_parity
-from cvdp_gym.parity.benchmarks.rows import benchmark_summary_json
-from cvdp_gym.parity.mutants import (
+from cvdp_gym.data.mutants import (
     BEHAVIOUR_KINDS,
     HANG,
     KINDS,
@@ -41,6 +36,11 @@ from cvdp_gym.parity.mutants import (
     problem_mutants,
     reference_answer,
 )
+from cvdp_gym.envs.prompts import answer_text
+from cvdp_gym.parity import AGREE, DISAGREE, LEFT_OUT
+from cvdp_gym.parity.answers import Answer
+from cvdp_gym.parity.benchmarks import benchmark_answers, run_benchmark_parity
+from cvdp_gym.parity.benchmarks.rows import benchmark_summary_json
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
 
