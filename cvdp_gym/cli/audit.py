@@ -17,39 +17,22 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cvdp_gym.cli._options import (
-    BenchmarkDirOpt,
-    DatasetArg,
-    IdsOpt,
-    JobsOpt,
-    LenientOpt,
-    ResumeOpt,
-    SandboxOpt,
-    TimeoutOpt,
-    ToolchainOpt,
-    console,
-    fail,
-    harness_runner,
-    load_problems,
-    progress_bar,
-)
+from cvdp_gym.cli._options import DatasetArg, ResumeOpt, console, fail, progress_bar
 from cvdp_gym.cli.check import _check_interrupted, _resume_command
+from cvdp_gym.cli.options import Group, HarnessOptions, ProblemOptions, grouped
 
 
+@grouped
 def audit_command(
     ctx: typer.Context,
     dataset: DatasetArg,
-    benchmark_dir: BenchmarkDirOpt = None,
+    *,
+    problems: Annotated[ProblemOptions, Group(only=("benchmark_dir", "ids", "lenient"))],
     mutants: Annotated[int, typer.Option("--mutants", "-k", help="Seeded single-site behaviour mutants per problem (at most).")] = 10,
     seed: Annotated[int, typer.Option(help="Seed of the mutants, and of the harnesses that draw at random.")] = 0,
-    ids: IdsOpt = None,
-    jobs: JobsOpt = 2,
+    harness: Annotated[HarnessOptions, Group(only=("jobs", "timeout", "sandbox", "toolchain"), timeout=60.0)],
     out: Annotated[Path, typer.Option(help="Folder for audit.jsonl (written as runs finish), audit.json, audit.md and audit.html.")] = Path("runs/audit"),
     resume: ResumeOpt = False,
-    timeout: TimeoutOpt = 60.0,
-    lenient: LenientOpt = False,
-    sandbox: SandboxOpt = "bubblewrap",
-    toolchain: ToolchainOpt = None,
 ) -> None:
     """Measure each problem's test bench: seeded mutants of its reference it fails, once the equivalent ones are dropped."""
     from cvdp_gym.audit import plan, run_audit, summarize, tables, write_reports
@@ -59,18 +42,19 @@ def audit_command(
 
     if mutants < 1:
         raise fail("--mutants must be at least 1")
+    jobs, timeout, benchmark_dir = harness.jobs, harness.timeout, problems.benchmark_dir
     if jobs < 1:
         raise fail("--jobs must be at least 1")
     if seed < 0:
         raise fail("--seed must be at least 0")
     if out.exists() and not out.is_dir():
         raise fail(f"--out {out}: not a folder")
-    data = load_problems(dataset, ids, None, None, lenient, benchmark_dir=benchmark_dir)
+    data = problems.load(dataset)
     subjects, skipped = plan(data.problems, mutants, seed)
     if not subjects:
         why = "; ".join(sorted({w for _, w in skipped})) or "the selection is empty"
         raise fail(f"no problem of {dataset} can be audited ({why})")
-    runner = harness_runner(sandbox, toolchain, timeout)
+    runner = harness.runner()
     start = time.monotonic()
     progress = progress_bar("audit")
     try:
@@ -88,7 +72,7 @@ def audit_command(
     meta = {
         "dataset": dataset, "source": data.source, "benchmark_dir": str(benchmark_dir) if benchmark_dir else None,
         "mutants_per_problem": mutants, "seed": seed, "timeout_s": timeout,
-        "sandbox": sandbox, "toolchain": toolchain or "root", "jobs": jobs, "wall_s": round(time.monotonic() - start, 1),
+        "sandbox": harness.sandbox, "toolchain": harness.toolchain or "root", "jobs": jobs, "wall_s": round(time.monotonic() - start, 1),
     }
     report = summarize(audited, skipped, meta)
     paths = write_reports(report, out)

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,6 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cvdp_gym.cli._options import BenchmarkDirOpt, JsonOpt, console, fail, progress_bar
+from cvdp_gym.cli.options import Group, grouped
 
 if TYPE_CHECKING:
     from cvdp_gym.data import Problem
@@ -36,14 +38,30 @@ TABLE_ROWS = 50
 PARALLEL_FROM = 2000
 
 
+@dataclass(frozen=True)
+class ThresholdOptions:
+    """When a training item counts as a near-copy: a preset, and any threshold given over it."""
+
+    preset: Annotated[str, typer.Option(help="Thresholds to start from: default (specification ROUGE-L > 0.5, code ROUGE-L > 0.8, 10-gram overlap > 0.5) or codev-r1 (specification ROUGE-L > 0.5 only).")] = "default"
+    rouge_l: Annotated[float | None, typer.Option("--rouge-l", min=0.0, max=1.0, help="Flag a specification ROUGE-L above this (1: off).")] = None
+    code_rouge_l: Annotated[float | None, typer.Option("--code-rouge-l", min=0.0, max=1.0, help="Flag a reference-code ROUGE-L above this (1: off).")] = None
+    ngram: Annotated[int | None, typer.Option(min=1, help="n of the word n-grams (specification words, code tokens).")] = None
+    ngram_overlap: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Flag when the item has more than this share of an evaluation problem's n-grams (1: off).")] = None
+
+    def thresholds(self) -> Thresholds:
+        """The preset with the thresholds given over it (``ConfigError`` for an unknown preset)."""
+        from cvdp_gym.decontaminate import thresholds_for
+
+        return thresholds_for(
+            self.preset, spec_rouge_l=self.rouge_l, code_rouge_l=self.code_rouge_l, ngram=self.ngram, ngram_overlap=self.ngram_overlap,
+        )
+
+
+@grouped
 def decontaminate_command(
     train: Annotated[str, typer.Argument(help="The training set: anything `--dataset` takes (a JSONL file, a training-set spec, 'bundled', a benchmark).")],
     against: Annotated[list[str], typer.Option("--against", help="An evaluation dataset (repeatable): 'bundled', CVDP .jsonl files, 'hf[:PATTERN]', a benchmark by name (`cvdp-gym benchmarks list`: verilog-eval-v2, rtllm-v2, chipbench, ...) or the path of a copy.")],
-    preset: Annotated[str, typer.Option(help="Thresholds to start from: default (specification ROUGE-L > 0.5, code ROUGE-L > 0.8, 10-gram overlap > 0.5) or codev-r1 (specification ROUGE-L > 0.5 only).")] = "default",
-    rouge_l: Annotated[float | None, typer.Option("--rouge-l", min=0.0, max=1.0, help="Flag a specification ROUGE-L above this (1: off).")] = None,
-    code_rouge_l: Annotated[float | None, typer.Option("--code-rouge-l", min=0.0, max=1.0, help="Flag a reference-code ROUGE-L above this (1: off).")] = None,
-    ngram: Annotated[int | None, typer.Option(min=1, help="n of the word n-grams (specification words, code tokens).")] = None,
-    ngram_overlap: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Flag when the item has more than this share of an evaluation problem's n-grams (1: off).")] = None,
+    thresholds_given: Annotated[ThresholdOptions, Group()],
     nearest: Annotated[int, typer.Option(min=1, help="Nearest evaluation problems reported per item.")] = 3,
     exact_above: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Nearest ROUGE-L scores above this (or above the flagging threshold, if lower) are exact; below it, the nearest of the 32 most promising candidates (0: all exact, slower).")] = None,
     processes: Annotated[int | None, typer.Option(min=1, help=f"Processes that search (default: 1, or the CPUs up to 8 from {PARALLEL_FROM} items).")] = None,
@@ -57,12 +75,11 @@ def decontaminate_command(
         EvaluationIndex,
         decontaminate,
         evaluation_problems,
-        thresholds_for,
     )
     from cvdp_gym.errors import ConfigError, CvdpGymError
 
     try:
-        thresholds = thresholds_for(preset, spec_rouge_l=rouge_l, code_rouge_l=code_rouge_l, ngram=ngram, ngram_overlap=ngram_overlap)
+        thresholds = thresholds_given.thresholds()
     except ConfigError as exc:
         raise fail(str(exc)) from None
     quiet = json_out == "-"
