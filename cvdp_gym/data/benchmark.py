@@ -93,6 +93,11 @@ class Benchmark:
     #: the graders and mutants that compare an answer with the reference by module.
     top_module: ClassVar[str | None] = None
 
+    def defect_of(self, task: str, name: str) -> str | None:
+        """The known defect of problem ``name`` in ``task`` (``defects`` keyed ``task.name``, or
+        ``name`` for every task that has it), or None."""
+        return self.defects.get(f"{task}.{name}") or self.defects.get(name)
+
     def options(self, given: Mapping[str, str]) -> dict[str, str]:
         """The prompt options with their defaults; an unknown one is a ``DatasetError``."""
         unknown = sorted(set(given) - set(self.option_defaults))

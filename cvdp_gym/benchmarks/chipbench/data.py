@@ -182,7 +182,7 @@ class ChipBench(Benchmark):
             task=task,
             grader=self.grader,
             toolchain=self.toolchain,
-            defect=self.defects.get(f"{task}.{name}") or self.defects.get(name),
+            defect=self.defect_of(task, name),
             extra={"name": name},
         )
         return agentic_variant(problem, prompt) if agentic else problem

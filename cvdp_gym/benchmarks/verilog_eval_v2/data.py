@@ -232,7 +232,7 @@ class VerilogEvalV2(Benchmark):
             task=task,
             grader=self.grader,
             toolchain=self.toolchain,
-            defect=self.defects.get(f"{task}.{name}") or self.defects.get(name),
+            defect=self.defect_of(task, name),
             extra=extra,
         )
 
