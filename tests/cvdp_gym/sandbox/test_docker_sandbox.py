@@ -224,8 +224,10 @@ def test_parallel_runs(csandbox, tmp_path):
 
 
 _INTERRUPTED = """
+import signal
 import sys
 from pathlib import Path
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even when the suite's SIGINT is ignored (a background job)
 from cvdp_gym.sandbox import make_sandbox
 sandbox = make_sandbox(sys.argv[4])
 assert sandbox.standin_tag == sys.argv[1]
@@ -276,6 +278,9 @@ def test_keyboard_interrupt_in_process_leaves_no_container(csandbox, scratch):
                 return
             time.sleep(0.1)
 
+    # Python's own Ctrl-C handler, whatever the suite was started with (a shell starts a
+    # background job with SIGINT ignored, and then Python installs none).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     thread = threading.Thread(target=interrupt_when_running, daemon=True)
     thread.start()
     try:
@@ -286,6 +291,7 @@ def test_keyboard_interrupt_in_process_leaves_no_container(csandbox, scratch):
     finally:
         stop.set()
         thread.join()
+        signal.signal(signal.SIGINT, previous)
     assert _ours(csandbox.client, marker) == []
 
 
