@@ -36,7 +36,7 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("data", "parsers"),
     ("toolchain",),
     ("sandbox",),
-    ("harness",),
+    ("harness", "quality"),
     ("execution",),
     ("grading",),
     ("envs",),

@@ -1,0 +1,72 @@
+"""What one design measures on each flow: the numbers every other quality module speaks."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["AsicMetrics", "FpgaMetrics", "Measurement"]
+
+
+@dataclass(frozen=True)
+class AsicMetrics:
+    """One design mapped to a standard-cell liberty (Yosys + ABC) and timed (OpenSTA).
+
+    ``area_um2``: total cell area as the liberty gives it (µm² for the pinned libraries);
+    ``cells``: mapped cell count; ``delay_ns``: the worst register-to-register, input-to-register
+    or register-to-output path at ``clock_ns`` (OpenSTA ``report_checks``), ``slack_ns`` its slack;
+    ``power_uw``: total power and ``power_kind`` what it counts (for example
+    ``"vectorless (OpenSTA default activity)"`` or ``"leakage only"``); ``warnings``: synthesis
+    warnings by kind (``latch``, ``multiple_drivers``, ``combinational_loop``, ``undriven``, ...).
+    ``None`` where a number could not be measured (say why in ``notes``).
+    """
+
+    liberty: str
+    clock_ns: float
+    area_um2: float
+    cells: int
+    delay_ns: float | None = None
+    slack_ns: float | None = None
+    power_uw: float | None = None
+    power_kind: str = ""
+    warnings: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FpgaMetrics:
+    """One design on an FPGA (Yosys ``synth_ice40`` + nextpnr-ice40): resources and clock.
+
+    ``luts``: logic cells used as LUTs (``SB_LUT4``), ``ffs``: flip-flops (``SB_DFF*``),
+    ``ram_blocks``: ``SB_RAM40_4K``, ``dsp_blocks``: ``SB_MAC16``, ``carry``: ``SB_CARRY``;
+    ``fmax_mhz``: the maximum frequency nextpnr reports after place and route (``None`` for a
+    design with no clocked path, or when place and route did not run: ``notes`` says why).
+    """
+
+    device: str
+    luts: int
+    ffs: int
+    ram_blocks: int = 0
+    dsp_blocks: int = 0
+    carry: int = 0
+    fmax_mhz: float | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a flow made of one design: its metrics, or ``failure`` (one line: why not)."""
+
+    flow: str  # "asic" or "fpga"
+    metrics: AsicMetrics | FpgaMetrics | None = None
+    failure: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.metrics is not None and self.failure is None
