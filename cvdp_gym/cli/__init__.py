@@ -20,6 +20,7 @@ a long list of parameters) in :mod:`cvdp_gym.cli.options`:
 - ``serve``: :mod:`cvdp_gym.cli.serve` (its library logic: :mod:`cvdp_gym.service`)
 - ``agents``, ``agents install|check``: :mod:`cvdp_gym.cli.agents` (its library logic: :mod:`cvdp_gym.agents`)
 - ``benchmarks list|fetch|path``: :mod:`cvdp_gym.cli.benchmarks` (its library logic: :mod:`cvdp_gym.data.benchmarks`)
+- ``quality list|fetch|measure``: :mod:`cvdp_gym.cli.quality` (its library logic: :mod:`cvdp_gym.quality`, :mod:`cvdp_gym.grading.quality`)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from cvdp_gym.cli.decontaminate import decontaminate_command
 from cvdp_gym.cli.eval import eval_command
 from cvdp_gym.cli.export import export_bundled, export_harbor, export_verl
 from cvdp_gym.cli.parity import parity_command
+from cvdp_gym.cli.quality import quality_fetch, quality_list, quality_measure
 from cvdp_gym.cli.report import report_command
 from cvdp_gym.cli.rescore import rescore_command
 from cvdp_gym.cli.serve import serve_command
@@ -61,6 +63,8 @@ benchmarks_app = typer.Typer(help="The benchmarks beside CVDP (VerilogEval, RTLL
 app.add_typer(benchmarks_app, name="benchmarks")
 agents_app = typer.Typer(help="Command-line coding agents for `eval --agent`: list, install, check.", invoke_without_command=True)
 app.add_typer(agents_app, name="agents")
+quality_app = typer.Typer(help="Design quality: standard-cell libraries (list, fetch) and one design measured (measure).", no_args_is_help=True)
+app.add_typer(quality_app, name="quality")
 export_app = typer.Typer(help="Write problems in another tool's format: Harbor task folders, veRL's Parquet rows.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
@@ -75,6 +79,9 @@ app.command("export-bundled")(export_bundled)
 export_app.command("harbor")(export_harbor)
 export_app.command("verl")(export_verl)
 app.command("eval")(eval_command)
+quality_app.command("list")(quality_list)
+quality_app.command("fetch")(quality_fetch)
+quality_app.command("measure")(quality_measure)
 app.command("compare")(compare_command)
 app.command("rescore")(rescore_command)
 app.command("coverage")(coverage_command)

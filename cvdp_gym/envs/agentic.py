@@ -165,6 +165,7 @@ class AgenticEnv(CVDPEnvBase):
     | `tests` | **dict[str, int]** | last step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
     | `official` | **dict** | last step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
     | `reference_check` | **dict** | last step | `verdict='testbench+reference'`: the check against the problem's reference of an answer its test bench passed (`verdict`: `equivalent`, `different`, `undecided` or `no_reference`; `reason`, `formal`, `seconds`...); empty when none ran. |
+    | `quality` | **dict** | last step | With `quality` on, a passing answer's design quality against the reference (:mod:`cvdp_gym.grading.quality`): `flow`, `score` (0.5 at the reference's quality, 1.0 at half its area-delay-power, 0.0 at twice; None with `failure` when a design could not be measured), `index`, `ratios`, `extra_warnings`, `candidate` and `reference` measurements; empty when it did not run. |
     | `extraction` | **dict** | last step | `{"method": "workspace", "missing": [target paths not in the workspace], "patch": bool}`. |
     | `log_tail` | **str** | last step | The end of the compiler or simulator output (bounded), wall-clock numbers replaced by `<t>`. |
     | `excluded` | **bool** | last step | Not the answer's fault: leave it out. |
@@ -427,7 +428,7 @@ class AgenticEnv(CVDPEnvBase):
         else:
             result = self.grader.grade_files(self.problem, files, workspace=workspace_dir)
         result.extraction = {"method": "workspace", "missing": missing, "patch": info["patch"] is not None}
-        reward = float(self.reward_fn(result))
+        reward = self._reward(result)
         info.update(self._grade_info(result, reward))
         info["log_tail"] = without_timings(info["log_tail"])
         return reward

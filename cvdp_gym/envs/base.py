@@ -18,6 +18,7 @@ from cvdp_gym.execution.executors import GradeExecutor
 from cvdp_gym.grading import Grader, GradeResult, make_reward
 from cvdp_gym.grading.backed import BACKED, TESTBENCH, require_references
 from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
+from cvdp_gym.grading.quality import QualitySettings, QualityStage
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions
 from cvdp_gym.sandbox import Limits, Sandbox, make_sandbox
@@ -128,6 +129,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `repos` | **str, Path, RepoStore or None** | `None` | The folder of the repositories (`NAME/` or `NAME.bundle`) that repository-context problems name (or a `RepoStore`); `None`: `$CVDP_HEAVY_REPOS_PATH`, the official tool's variable. |
     | `harness_seed` | **int or None** | `None` | The seed of the harnesses' Python randomness and cocotb's (`RANDOM_SEED`): a harness that draws its parameters or stimulus at random then draws the same values every time, so its verdicts are reproducible and cached per seed; `None`: a fresh seed per run, as the official runner, and such verdicts are not cached. The seed of the last grade is `env.unwrapped.last_grade.seed`. |
     | `verdict` | **str** | `'testbench'` | `'testbench'`: the problem's own test bench decides. `'testbench+reference'`: an answer passes only when its test bench passes **and** the reference-equivalence grader finds it equivalent to the problem's reference design (run only after the test bench passed; :mod:`cvdp_gym.grading.backed`); otherwise `failure_class` is `not_equivalent`, or `undecided` / `no_reference` (never a pass, `excluded`). `official` stays the benchmark's own reading. A dataset none of whose problems has a reference is a `ConfigError`. |
+    | `quality` | **QualitySettings, dict, str or None** | `None` | Measure every passing answer's design quality against the problem's reference (:mod:`cvdp_gym.grading.quality`): `'asic'` (Yosys + ABC to a liberty, OpenSTA), `'fpga'` (Yosys + nextpnr-ice40), or settings (`flow`, `liberty`, `clock_ns`, `device`, `package`); the outcome is `info["quality"]`. `reward='quality'` turns it on with the defaults (ASIC, Nangate45, 10 ns). |
     | `render_mode` | **str or None** | `None` | `'ansi'`: `render()` returns the latest observation text (see each environment). |
 
     ## Info
@@ -145,6 +147,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}` (VerilogEval: the test bench's samples, matched and mismatched). |
     | `official` | **dict** | A benchmark's own verdict by its own rule over the whole log (empty for CVDP). |
     | `reference_check` | **dict** | `verdict='testbench+reference'`: the check against the reference of an answer its test bench passed: `verdict` (`equivalent`, `different`, `undecided` or `no_reference`), `reason`, the reference grader's `failure_class`, `formal` and `simulation` verdicts, `label`, `seconds`; empty when none ran. |
+    | `quality` | **dict** | With `quality` on, a passing answer's design quality against the reference (:mod:`cvdp_gym.grading.quality`): `flow`, `score` (0.5 at the reference's quality, 1.0 at half its area-delay-power, 0.0 at twice; None with `failure` when a design could not be measured), `index`, `ratios`, `extra_warnings`, `candidate` and `reference` measurements; empty when it did not run. |
     | `extraction` | **dict** | How the code was found (each environment says which keys). |
     | `log_tail` | **str** | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | Not the answer's fault (toolchain gap, unsupported, a broken harness; for comprehension answers, not judged or a judge error): leave it out of training and scores. |
@@ -190,6 +193,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         repos: str | Path | RepoStore | None = None,
         harness_seed: int | None = None,
         verdict: str = TESTBENCH,
+        quality: QualitySettings | dict[str, Any] | str | None = None,
         render_mode: str | None = None,
     ) -> None:
         if isinstance(dataset, Dataset):
@@ -213,6 +217,11 @@ class CVDPEnvBase(gym.Env[str, str]):
         if self.grader.verdict == BACKED:
             require_references(self.problems)
         self.reward_fn = make_reward(reward, interface_credit=interface_credit)
+        settings = QualitySettings.of(quality) or (QualitySettings() if reward == "quality" else None)
+        #: The quality stage run on passing answers (``grading.quality``), or None.
+        self.quality = (
+            QualityStage(self.grader.runner.sandbox, settings, cache=self.grader.cache) if settings is not None else None
+        )
         self.render_mode = render_mode
         self.observation_space = UnicodeText(MAX_OBSERVATION_CHARS)
         self.action_space = UnicodeText(MAX_ACTION_CHARS)
@@ -236,6 +245,12 @@ class CVDPEnvBase(gym.Env[str, str]):
             return self._by_id[problem_id]
         return self.problems[int(self.np_random.integers(len(self.problems)))]
 
+    def _reward(self, result: GradeResult) -> float:
+        """The reward of a verdict, after the quality stage (when on) measured a passing answer."""
+        if self.quality is not None and self.problem is not None:
+            self.quality.assess(self.problem, result)
+        return float(self.reward_fn(result))
+
     def _grade_info(self, result: GradeResult, reward: float) -> dict[str, Any]:
         """The ``info`` keys a graded step carries (documented in each env's docstring)."""
         self.last_grade = result
@@ -248,6 +263,7 @@ class CVDPEnvBase(gym.Env[str, str]):
             "tests": {"total": result.tests.total, "passed": result.tests.passed, "failed": result.tests.failed},
             "official": result.official,
             "reference_check": result.reference_check,
+            "quality": result.quality,
             "extraction": result.extraction,
             "log_tail": result.log_tail,
             "excluded": result.excluded,

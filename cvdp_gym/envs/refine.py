@@ -83,6 +83,7 @@ class RefineEnv(CVDPEnvBase):
     | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
     | `official` | **dict** | step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
     | `reference_check` | **dict** | step | `verdict='testbench+reference'`: the check against the problem's reference of an answer its test bench passed (`verdict`: `equivalent`, `different`, `undecided` or `no_reference`; `reason`, `formal`, `seconds`...); empty when none ran. |
+    | `quality` | **dict** | step | With `quality` on, a passing answer's design quality against the reference (:mod:`cvdp_gym.grading.quality`): `flow`, `score` (0.5 at the reference's quality, 1.0 at half its area-delay-power, 0.0 at twice; None with `failure` when a design could not be measured), `index`, `ratios`, `extra_warnings`, `candidate` and `reference` measurements; empty when it did not run. |
     | `extraction` | **dict** | step | How the code was found, as in `CVDP-SingleShot-v0`. |
     | `log_tail` | **str** | step | The end of the compiler or simulator output (bounded). |
     | `excluded` | **bool** | step | This verdict is not the answer's fault. |
@@ -193,7 +194,7 @@ class RefineEnv(CVDPEnvBase):
         repeat = action in self._graded
         result = self._graded.get(action) or self.grader.grade_response(self.problem, action)
         self._graded[action] = result
-        attempt_reward = float(self.reward_fn(result))
+        attempt_reward = self._reward(result)
         self._attempts.append({
             "attempt": len(self._attempts) + 1,
             "passed": result.passed,

@@ -87,6 +87,7 @@ class SingleShotEnv(CVDPEnvBase):
     | `tests` | **dict[str, int]** | step | cocotb test counts `{total, passed, failed}`; VerilogEval: the test bench's samples, matched and mismatched (partial credit 1 − mismatches/samples); RTLLM: one test. |
     | `official` | **dict** | step | The benchmark's own verdict by its own rule over the whole log (VerilogEval v2: its `class`; v1: its `result`; RTLLM: `auto_run` and `open`), which an answer's own printing can sway; `passed` reads only the test bench's lines. Empty for CVDP. |
     | `reference_check` | **dict** | step | `verdict='testbench+reference'`: the check against the problem's reference of an answer its test bench passed (`verdict`: `equivalent`, `different`, `undecided` or `no_reference`; `reason`, `formal`, `seconds`...); empty when none ran. |
+    | `quality` | **dict** | step | With `quality` on, a passing answer's design quality against the reference (:mod:`cvdp_gym.grading.quality`): `flow`, `score` (0.5 at the reference's quality, 1.0 at half its area-delay-power, 0.0 at twice; None with `failure` when a design could not be measured), `index`, `ratios`, `extra_warnings`, `candidate` and `reference` measurements; empty when it did not run. |
     | `extraction` | **dict** | step | How the code was found: `method` (`fenced`, `raw`, `json`, `named_blocks`, `module_match`, joined by `+`, or `none`), `blocks_found`, `missing` (targets not found), `had_think`, `harmony`, `notes`; comprehension: `method` (`response`, `no_response`, `fallback`, `code` or `error`), `route`, `parsed`, `notes`. |
     | `log_tail` | **str** | step | The end of the compiler or simulator output (bounded). |
     | `scoring` | **str** | step | `harness`, `bleu` (cid006/cid008) or `judge` (cid009/cid010). |
@@ -164,7 +165,7 @@ class SingleShotEnv(CVDPEnvBase):
         if not isinstance(action, str):
             raise ArgumentTypeError(f"the action must be the answer text (str), got {type(action).__name__}")
         result = self.grader.grade_response(self.problem, action, deadline=self._grading_deadline)
-        reward = float(self.reward_fn(result))
+        reward = self._reward(result)
         self._done = True
         info = self._grade_info(result, reward)
         info.update(scoring=result.scoring, scores=dict(result.scores), credit=result.official_credit)

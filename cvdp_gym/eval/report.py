@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cvdp_gym.data.problems import difficulty_order
-from cvdp_gym.eval import benchmark_tables, official
+from cvdp_gym.eval import benchmark_tables, official, quality_report
 from cvdp_gym.eval.benchmark_reports import benchmark_reports
 from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import aggregate, pass_after_attempts, problem_counts
@@ -152,6 +152,9 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
     benchmarks = benchmark_reports(rows, meta)
     if benchmarks:
         report["benchmark_reports"] = benchmarks
+    quality = quality_report.quality_section(rows)
+    if quality:
+        report["quality"] = quality
     if episodes:
         report["episodes"] = episodes
     return report
@@ -301,6 +304,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             _md_table(official.columns(section), official.rows_of(section)),
         ]
     body += benchmark_tables.markdown_lines(report.get("benchmark_reports", {}))
+    body += quality_report.markdown_lines(report.get("quality"))
     body += ["", "## Notes", "", *(f"- {n}" for n in notes(report)), ""]
     return "\n".join(head + body)
 
@@ -328,6 +332,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
             table.add_row(*cells)
         console.print(table)
     benchmark_tables.print_sections(report.get("benchmark_reports", {}), console)
+    quality_report.print_section(report.get("quality"), console)
     for note in notes(report):
         console.print(f"[dim]{note}[/]")
 

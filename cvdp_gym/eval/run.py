@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.envs.prompts import single_shot_messages
@@ -26,6 +26,9 @@ from cvdp_gym.grading.grader import Grader
 from cvdp_gym.grading.result import JUDGE_ERROR, STAGES, GradeResult, Stage
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.jsonl import read_objects
+
+if TYPE_CHECKING:
+    from cvdp_gym.grading.quality import QualityStage
 
 RESULTS = "results.jsonl"
 RESPONSES = "responses.jsonl"
@@ -112,9 +115,11 @@ class Evaluator:
 
     def __init__(
         self, grader: Grader, reward: RewardFn, out_dir: Path, *, jobs: int = 2, resume: bool = False,
-        on_done: OnDone | None = None, text_jobs: int = TEXT_JOBS,
+        on_done: OnDone | None = None, text_jobs: int = TEXT_JOBS, quality: QualityStage | None = None,
     ) -> None:
         self.grader = grader
+        #: Measures passing answers' design quality (``eval --quality``), or None.
+        self.quality = quality
         self.reward = reward
         self.jobs = max(1, jobs)
         self.text_jobs = max(1, text_jobs)
@@ -176,10 +181,15 @@ class Evaluator:
         async with self._semaphore if harness else self._text_semaphore:
             try:
                 loop = asyncio.get_running_loop()
-                grade = await loop.run_in_executor(self._threads(), self.grader.grade_response, problem, response)
+                grade = await loop.run_in_executor(self._threads(), self._grade_one, problem, response)
             except Exception as exc:  # one bad sample must not end a long run
                 return self.record_failure(problem, sample, GRADER_ERROR, f"{type(exc).__name__}: {exc}", response)
         return self._finish(result_row(problem, sample, response, grade, self.reward, **extra))
+
+    def _grade_one(self, problem: Problem, response: str) -> GradeResult:
+        """The verdict, then (with ``quality``) a passing answer's design measured."""
+        grade = self.grader.grade_response(problem, response)
+        return self.quality.assess(problem, grade) if self.quality is not None else grade
 
     def _threads(self) -> ThreadPoolExecutor:
         """Threads that wait on the grader (asyncio's default pool is smaller)."""

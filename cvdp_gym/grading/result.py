@@ -110,6 +110,9 @@ class GradeResult:
     #: bench passed (``grading.backed``: ``verdict`` equivalent, different, undecided or
     #: no_reference, and the reference grader's reason); empty when none ran.
     reference_check: dict[str, Any] = field(default_factory=dict)
+    #: The quality stage's outcome on a passing answer (``grading.quality``: the score against
+    #: the reference, its ratios and both measurements); empty when it did not run.
+    quality: dict[str, Any] = field(default_factory=dict)
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)

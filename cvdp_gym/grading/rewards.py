@@ -6,6 +6,10 @@
 - ``partial``: the shaping plus the fraction of cocotb tests passed (maximum 1.4): the same
   parts, ``tests`` the fraction (0 for a test-bench pass that ``testbench+reference`` refused).
 - ``binary``: 1.0 if every test passes, else 0.0: one part, ``tests``.
+- ``quality``: the shaping plus ``QUALITY_REWARD`` times the quality score of a passing
+  answer (``grading.quality``: 0.5 at the reference's area, delay and power, 1.0 at half,
+  0.0 at twice; maximum 2.4): parts ``format``, ``syntax``, ``tests``, ``quality``. A failing
+  answer, or one that could not be measured, gets no quality part.
 - any callable ``GradeResult -> float``: one part, ``reward``.
 
 A comprehension answer (``result.scoring`` ``bleu`` or ``judge``) has no code to shape:
@@ -28,7 +32,7 @@ from cvdp_gym.grading.result import HARNESS_SCORING, GradeResult
 RewardFn = Callable[[GradeResult], float]
 #: A reward's named parts for one verdict (the reward is their ``total``).
 RewardPartsFn = Callable[[GradeResult], dict[str, float]]
-FORMAT_REWARD, SYNTAX_REWARD, PASS_REWARD = 0.1, 0.3, 1.0
+FORMAT_REWARD, SYNTAX_REWARD, PASS_REWARD, QUALITY_REWARD = 0.1, 0.3, 1.0, 1.0
 MAX_SHAPED = FORMAT_REWARD + SYNTAX_REWARD + PASS_REWARD
 
 
@@ -65,6 +69,11 @@ def binary_parts(result: GradeResult) -> dict[str, float]:
     return {"tests": float(result.passed)}
 
 
+def quality_parts(result: GradeResult) -> dict[str, float]:
+    score = result.quality.get("score") if result.passed else None
+    return {**shaped_parts(result), "quality": QUALITY_REWARD * float(score or 0.0)}
+
+
 def shaped(result: GradeResult) -> float:
     return total(shaped_parts(result))
 
@@ -77,8 +86,14 @@ def binary(result: GradeResult) -> float:
     return total(binary_parts(result))
 
 
-REWARD_PARTS: dict[str, RewardPartsFn] = {"shaped": shaped_parts, "partial": partial_parts, "binary": binary_parts}
-REWARDS: dict[str, RewardFn] = {"shaped": shaped, "partial": partial, "binary": binary}
+def quality(result: GradeResult) -> float:
+    return total(quality_parts(result))
+
+
+REWARD_PARTS: dict[str, RewardPartsFn] = {
+    "shaped": shaped_parts, "partial": partial_parts, "binary": binary_parts, "quality": quality_parts,
+}
+REWARDS: dict[str, RewardFn] = {"shaped": shaped, "partial": partial, "binary": binary, "quality": quality}
 
 
 def make_reward_parts(spec: str | RewardFn = "shaped", *, interface_credit: float = 0.0) -> RewardPartsFn:

@@ -70,3 +70,18 @@ class Measurement:
     @property
     def ok(self) -> bool:
         return self.metrics is not None and self.failure is None
+
+    def to_dict(self) -> dict:
+        metrics = self.metrics.to_dict() if self.metrics is not None else None
+        return {"flow": self.flow, "metrics": metrics, "failure": self.failure, "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Measurement:
+        """The measurement ``to_dict`` wrote (a cache entry, a result file)."""
+        raw = data.get("metrics")
+        metrics: AsicMetrics | FpgaMetrics | None = None
+        if raw is not None:
+            kind = AsicMetrics if data["flow"] == "asic" else FpgaMetrics
+            known = {k: v for k, v in raw.items() if k in kind.__dataclass_fields__}
+            metrics = kind(**{**known, "notes": tuple(known.get("notes", ()))})
+        return cls(data["flow"], metrics, data.get("failure"), float(data.get("seconds", 0.0)))

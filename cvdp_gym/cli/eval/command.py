@@ -37,6 +37,7 @@ from cvdp_gym.cli.options import grouped
 
 if TYPE_CHECKING:
     from cvdp_gym.grading.grader import Grader
+    from cvdp_gym.grading.quality import QualityStage
 
 
 @grouped
@@ -80,6 +81,9 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
         if grader.executor is not None:
             jobs = max(jobs, grader.executor.capacity)
         evaluator, extra = (AgenticEvaluator, {}) if options.plays_episodes else (Evaluator, {"jobs": jobs, "text_jobs": judging.judge_concurrency})
+        quality = _quality_stage(options, grader, out, meta)
+        if quality is not None:
+            extra["quality"] = quality
         rows, results_path = _run_with_progress(
             lambda on_done: evaluator(grader, reward_fn, out, resume=options.resume, on_done=on_done, **extra), keys, start
         )
@@ -92,6 +96,29 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     _report(rows, options.k, meta, out, judging.not_judged_as_zero)
     html = _html_report(out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
+
+
+def _quality_stage(options: EvalOptions, grader: Grader, out: Path, meta: dict) -> QualityStage | None:
+    """The quality stage ``--quality`` asks for (its measurements cached in ``--cache`` or in
+    the run folder), with its settings in ``meta``; None when off. A liberty that is not there
+    is a one-line error (exit 2)."""
+    from cvdp_gym.errors import ConfigError
+    from cvdp_gym.execution.cache import GradeCache
+    from cvdp_gym.grading.quality import QualityStage
+
+    settings = options.quality_settings()
+    if settings is None:
+        return None
+    try:
+        stage = QualityStage(grader.runner.sandbox, settings, cache=GradeCache(options.cache or out / "quality-cache.sqlite"))
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    meta["quality"] = {"flow": settings.flow, "clock_ns": settings.clock_ns, "tools": "ready" if stage.tools else "absent"}
+    if settings.flow == "asic" and stage.liberty is not None:
+        meta["quality"]["liberty"] = f"{stage.liberty.name} ({stage.liberty.sha256[:12]})"
+    else:
+        meta["quality"]["device"] = f"{settings.device} {settings.package}"
+    return stage
 
 
 def _plan(options: EvalOptions, problems: list, grader: Grader, reward_fn: Callable, meta: dict) -> tuple[list[tuple[str, int]], Callable, list[str]]:

@@ -16,6 +16,7 @@ from cvdp_gym.cli.options import (
     HarnessOptions,
     JudgeOptions,
     ProblemOptions,
+    QualityOptions,
     SamplingOptions,
 )
 from cvdp_gym.errors import ConfigError
@@ -23,6 +24,7 @@ from cvdp_gym.errors import ConfigError
 if TYPE_CHECKING:
     from cvdp_gym.eval.agentic import AgenticSettings
     from cvdp_gym.eval.refine import RefineSettings
+    from cvdp_gym.grading.quality import QualitySettings
 
 
 @dataclass(frozen=True)
@@ -35,13 +37,14 @@ class EvalOptions:
     sampling: SamplingOptions = field(default_factory=SamplingOptions)
     episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
     problems: ProblemOptions = field(default_factory=ProblemOptions)
-    reward: Annotated[str, typer.Option(help="Reward in results and report: shaped, partial or binary.")] = "shaped"
+    reward: Annotated[str, typer.Option(help="Reward in results and report: shaped, partial, binary or quality (the shaping plus the design-quality score of a passing answer; turns --quality asic on).")] = "shaped"
     k: Annotated[list[int] | None, typer.Option("-k", help="k values for pass@k (default: 1, 2, 5, 10, ... up to n, and n).")] = None
     cache: Annotated[Path | None, typer.Option(help="SQLite grade cache (default: none; judge calls are always cached, here or in --out).")] = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     out: Annotated[Path, typer.Option(help="Folder for results.jsonl, report.{json,md,png} and the HTML report (html/index.html).")] = Path("runs/eval")
     resume: ResumeOpt = False
     harness: HarnessOptions = field(default_factory=HarnessOptions)
+    quality: QualityOptions = field(default_factory=QualityOptions)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` (the command prints it as one line, exit 2) when the
@@ -78,6 +81,18 @@ class EvalOptions:
             raise ConfigError(f"unknown --parse-route {self.judge.parse_route!r}; expected one of {', '.join(ROUTES)}")
         if self.judge.judge_concurrency < 1:
             raise ConfigError("--judge-concurrency must be at least 1")
+        if self.quality.quality is not None and self.plays_episodes:
+            raise ConfigError("--quality measures single answers (a --responses file or an endpoint's); not --agentic or --refine episodes yet")
+        self.quality_settings()
+
+    def quality_settings(self) -> QualitySettings | None:
+        """The quality stage's settings (None: off); ``--reward quality`` turns the ASIC flow on."""
+        from cvdp_gym.cli.options.quality import QualityOptions
+
+        quality = self.quality
+        if quality.quality is None and self.reward == "quality":
+            quality = QualityOptions("asic", quality.liberty, quality.clock_ns, quality.fpga_device, quality.fpga_package)
+        return quality.settings()
 
     @property
     def plays_episodes(self) -> bool:

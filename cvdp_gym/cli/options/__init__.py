@@ -15,6 +15,7 @@ from cvdp_gym.cli.options.group import Group
 from cvdp_gym.cli.options.harness import HarnessOptions
 from cvdp_gym.cli.options.judge import JudgeOptions
 from cvdp_gym.cli.options.problems import ProblemOptions
+from cvdp_gym.cli.options.quality import QualityOptions
 from cvdp_gym.cli.options.sampling import SamplingOptions
 from cvdp_gym.cli.options.service import ServiceOptions
 
@@ -26,6 +27,7 @@ __all__ = [
     "HarnessOptions",
     "JudgeOptions",
     "ProblemOptions",
+    "QualityOptions",
     "SamplingOptions",
     "ServiceOptions",
     "grouped",
