@@ -46,7 +46,10 @@ FLAGS = {
 #: Old spellings still accepted (hidden from --help): old flag -> field.
 HIDDEN_ALIASES = {"--grade-executor": "grade_executor"}
 #: The options of each training command, in --help order (each a TrainConfig field).
-GRADING = ("grade_sandbox", "grade_toolchain", "grade_executor", "grade_verdict", "grade_deadline_s", "max_infra_frac")
+GRADING = (
+    "grade_sandbox", "grade_toolchain", "grade_executor", "grade_verdict", "grade_deadline_s", "max_infra_frac",
+    "quality", "quality_liberty", "quality_clock_ns",
+)
 COMMON = ("backend", "student", "env", "dataset", "steps")
 SAMPLING = ("group_size", "groups_per_step", "learning_rate", "lora_rank", "max_tokens", "temperature")
 LOSS = ("loss_fn", "max_steps_off_policy", "num_minibatches", "lr_warmup_steps", "run_dir", "seed")

@@ -54,7 +54,10 @@ class TrainConfig:
     exclude_simulators: list[str] = field(default_factory=list, metadata={"help": "Skip problems whose harness uses these simulators, e.g. [verilator] (slow harnesses)."})
     decontaminate_against: list[str] | None = field(default=None, metadata={"help": "Evaluation datasets the training set must not overlap, e.g. [bundled, verilog-eval-v2, rtllm-v2] (anything dataset takes; a benchmark's files found by its environment variable or `cvdp-gym benchmarks fetch`, or the path of a copy): before it loads a model, the run stops with an error naming the training problems that are near-copies of one of their problems (cvdp-gym decontaminate's default thresholds, with decontaminate_rouge_l for the specification). None: no check."})
     decontaminate_rouge_l: float = field(default=0.5, metadata={"help": "decontaminate_against: a training problem whose specification has a ROUGE-L above this with an evaluation problem's is a copy (CodeV-R1's threshold, 0.5); reference code ROUGE-L above 0.8 or a 10-gram overlap above 0.5 also count (1.0 turns this test off, not those)."})
-    reward: str = field(default="shaped", metadata={"help": "Reward: shaped, partial or binary."})
+    reward: str = field(default="shaped", metadata={"help": "Reward: shaped, partial, binary or quality (the shaping plus the design-quality score of a passing answer against the problem's reference: area, delay and power on the ASIC flow; turns quality on with its defaults)."})
+    quality: str | None = field(default=None, metadata={"help": "Measure every passing answer's design against its reference (info['quality']; the quality reward's part): asic (Yosys + ABC to quality_liberty, OpenSTA) or fpga (Yosys synth_ice40 + nextpnr-ice40). None: off, unless reward is quality."})
+    quality_liberty: str = field(default="nangate45", metadata={"help": "The ASIC flow's standard-cell library: nangate45, sky130hd, asap7 (cvdp-gym quality fetch NAME) or a .lib path."})
+    quality_clock_ns: float = field(default=10.0, metadata={"help": "The clock period designs are timed at (ns)."})
     steps: int = field(default=20, metadata={"help": "Optimiser steps."})
     groups_per_step: int = field(default=4, metadata={"help": "Problems (groups) per step."})
     group_size: int = field(default=4, metadata={"help": "Samples per problem; a group shares one problem."})
@@ -170,6 +173,10 @@ class TrainConfig:
             check_verdict(self.grade_verdict)
         except ValueError as exc:
             raise ConfigError(f"grade_verdict: {exc}") from exc
+        if self.quality not in (None, "asic", "fpga"):
+            raise ConfigError(f"quality must be asic or fpga (or None: off), not {self.quality!r}")
+        if self.quality_clock_ns <= 0:
+            raise ConfigError(f"quality_clock_ns must be > 0, not {self.quality_clock_ns}")
         if self.grade_deadline_s is not None and self.grade_deadline_s <= 0:
             raise ConfigError("grade_deadline_s must be > 0 (or None to wait for every verdict)")
         if self.late_answers not in ("drop", "timeout"):

@@ -23,7 +23,7 @@ from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.envs.prompts import single_shot_messages
 from cvdp_gym.eval.sources import ChatClient, ChatSettings, RequestFailed, Response
 from cvdp_gym.grading.grader import Grader
-from cvdp_gym.grading.result import JUDGE_ERROR, STAGES, GradeResult, Stage
+from cvdp_gym.grading.result import JUDGE_ERROR, NO_REFERENCE, STAGES, GradeResult, Stage
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.jsonl import read_objects
 
@@ -172,8 +172,11 @@ class Evaluator:
         grade = failed_grade(problem, verdict, reason)
         return self._finish(result_row(problem, sample, response, grade, self.reward))
 
-    async def grade(self, problem: Problem, sample: int, response: str, **extra: Any) -> dict[str, Any]:
-        """Grade one answer in a worker thread; a crash of the grader is recorded, not raised."""
+    async def grade(
+        self, problem: Problem, sample: int, response: str, *, files: dict[str, str] | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """Grade one answer in a worker thread (``files``: the answer's files as they are,
+        not extracted from ``response``); a crash of the grader is recorded, not raised."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.jobs)
             self._text_semaphore = asyncio.Semaphore(self.text_jobs)
@@ -181,14 +184,17 @@ class Evaluator:
         async with self._semaphore if harness else self._text_semaphore:
             try:
                 loop = asyncio.get_running_loop()
-                grade = await loop.run_in_executor(self._threads(), self._grade_one, problem, response)
+                grade = await loop.run_in_executor(self._threads(), self._grade_one, problem, response, files)
             except Exception as exc:  # one bad sample must not end a long run
                 return self.record_failure(problem, sample, GRADER_ERROR, f"{type(exc).__name__}: {exc}", response)
         return self._finish(result_row(problem, sample, response, grade, self.reward, **extra))
 
-    def _grade_one(self, problem: Problem, response: str) -> GradeResult:
+    def _grade_one(self, problem: Problem, response: str, files: dict[str, str] | None = None) -> GradeResult:
         """The verdict, then (with ``quality``) a passing answer's design measured."""
-        grade = self.grader.grade_response(problem, response)
+        if files is None:
+            grade = self.grader.grade_response(problem, response)
+        else:
+            grade = self.grader.grade_files(problem, files)
         return self.quality.assess(problem, grade) if self.quality is not None else grade
 
     def _threads(self) -> ThreadPoolExecutor:
@@ -209,6 +215,18 @@ async def eval_responses(ev: Evaluator, problems: dict[str, Problem], responses:
     await asyncio.gather(*(ev.grade(problems[r.id], r.sample, r.text) for r in todo))
     keys = sorted((r.id, r.sample) for r in responses)
     return ev.collect(keys)
+
+
+async def eval_references(ev: Evaluator, problems: list[Problem]) -> list[dict[str, Any]]:
+    """Grade each problem's own reference solution as its answer (sample 0): the baseline row
+    of a benchmark (its references' pass rate and, with ``quality``, their figures). A problem
+    without a reference counts as failed ``no_reference``."""
+    todo = [p for p in problems if not ev.is_done(p.id, 0)]
+    for problem in todo:
+        if not problem.reference:
+            ev.record_failure(problem, 0, NO_REFERENCE, "the problem has no reference solution")
+    await asyncio.gather(*(ev.grade(p, 0, "", files=dict(p.reference)) for p in todo if p.reference))
+    return ev.collect((p.id, 0) for p in problems)
 
 
 async def eval_endpoint(ev: Evaluator, problems: list[Problem], settings: ChatSettings, samples: int, *, client: ChatClient | None = None) -> list[dict[str, Any]]:

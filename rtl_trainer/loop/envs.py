@@ -56,6 +56,8 @@ def make_env_factory(
     if "Refine" in config.env:
         extra = {"max_attempts": config.refine_max_attempts, "feedback": config.refine_feedback,
                  "episode_reward": config.refine_episode_reward}
+    if config.quality is not None or config.reward == "quality":
+        extra["quality"] = {"flow": config.quality or "asic", "liberty": config.quality_liberty, "clock_ns": config.quality_clock_ns}
 
     def make() -> gym.Env:
         return gym.make(

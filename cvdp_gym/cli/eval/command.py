@@ -31,6 +31,7 @@ from cvdp_gym.cli.eval.plans import (
     eval_grader,
     eval_judge,
     file_plan,
+    reference_plan,
     refine_plan,
 )
 from cvdp_gym.cli.options import grouped
@@ -130,6 +131,9 @@ def _plan(options: EvalOptions, problems: list, grader: Grader, reward_fn: Calla
     base_url, model = endpoint.base_url, endpoint.model
     if options.responses is not None:
         return file_plan(options.responses, problems)
+    if options.references:
+        meta["source"] = "the problems' reference solutions"
+        return reference_plan(problems)
     settings = ChatSettings(
         base_url=base_url or "", model=model or "", api_key=endpoint.api_key, temperature=sampling.temperature,
         max_tokens=sampling.max_tokens, top_p=sampling.top_p, concurrency=sampling.concurrency,

@@ -33,6 +33,7 @@ class EvalOptions:
     ``responses`` file or from the ``endpoint`` (single answers or ``episodes``)."""
 
     responses: Annotated[Path | None, typer.Option(help="JSONL of answers: {id, response, sample?}.")] = None
+    references: Annotated[bool, typer.Option("--references", help="Grade each problem's own reference solution as its answer: the benchmark's baseline row (with --quality, its references' figures).")] = False
     endpoint: EndpointOptions = field(default_factory=EndpointOptions)
     sampling: SamplingOptions = field(default_factory=SamplingOptions)
     episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
@@ -54,12 +55,14 @@ class EvalOptions:
         from cvdp_gym.parsers.comprehension import ROUTES
 
         episodes, base_url = self.episodes, self.endpoint.base_url
-        if (self.responses is None) == (base_url is None):
-            raise ConfigError("give either --responses FILE or --base-url URL --model NAME")
+        if sum((self.responses is not None, base_url is not None, self.references)) != 1:
+            raise ConfigError("give one of --responses FILE, --references or --base-url URL --model NAME")
         if episodes.agent is None and episodes.agent_dir is not None:
             raise ConfigError("--agent-dir goes with --agent CMD")
         if episodes.agent is not None and episodes.agent_time <= 0:
             raise ConfigError("--agent-time must be positive")
+        if self.references and (episodes.plays_agentic or episodes.refine is not None):
+            raise ConfigError("--references grades the problems' reference solutions; it cannot go with --agentic or --refine")
         if episodes.plays_agentic and self.responses is not None:
             raise ConfigError("--agentic plays episodes against --base-url; it cannot grade a --responses file")
         if episodes.refine is not None and (episodes.plays_agentic or self.responses is not None):

@@ -78,6 +78,15 @@ def file_plan(path: Path, problems: list[Problem]) -> Plan:
     return [(a.id, a.sample) for a in answers], lambda ev: eval_responses(ev, by_id, answers), notes
 
 
+def reference_plan(problems: list[Problem]) -> Plan:
+    """Each problem's reference solution graded as its answer (``eval --references``)."""
+    from cvdp_gym.eval.run import eval_references
+
+    missing = [p.id for p in problems if not p.reference]
+    notes = [f"{len(missing)} selected problem(s) have no reference solution (counted failed, no_reference)"] if missing else []
+    return [(p.id, 0) for p in problems], lambda ev: eval_references(ev, problems), notes
+
+
 def _by_benchmark_names(answers: list, problems: list[Problem]) -> list:
     """Answers that name a problem by its benchmark's own name (VerilogEval v1's ``task_id``,
     ``Prob001_zero``), given the id of the one selected problem with that name."""

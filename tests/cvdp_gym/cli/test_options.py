@@ -22,6 +22,7 @@ from cvdp_gym.cli.options import (
     JudgeOptions,
     SamplingOptions,
     ServiceOptions,
+    QualityOptions,
     grouped,
 )
 from cvdp_gym.errors import ConfigError
@@ -33,8 +34,8 @@ ANSWERS = Path("answers.jsonl")
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (EvalOptions(), "give either --responses FILE or --base-url URL --model NAME"),
-        (EvalOptions(responses=ANSWERS, endpoint=ENDPOINT), "give either --responses FILE or --base-url URL --model NAME"),
+        (EvalOptions(), "give one of --responses FILE, --references or --base-url URL --model NAME"),
+        (EvalOptions(responses=ANSWERS, endpoint=ENDPOINT), "give one of --responses FILE, --references or --base-url URL --model NAME"),
         (EvalOptions(endpoint=ENDPOINT, episodes=EpisodeOptions(agent_dir=Path("a"))), "--agent-dir goes with --agent CMD"),
         (EvalOptions(endpoint=ENDPOINT, episodes=EpisodeOptions(agent="codex", agent_time=0)), "--agent-time must be positive"),
         (EvalOptions(responses=ANSWERS, episodes=EpisodeOptions(agentic=True)), "--agentic plays episodes against --base-url; it cannot grade a --responses file"),
@@ -50,6 +51,11 @@ ANSWERS = Path("answers.jsonl")
         (EvalOptions(responses=ANSWERS, harness=HarnessOptions(seeds=0)), "-n, -k and --seeds must be at least 1"),
         (EvalOptions(responses=ANSWERS, judge=JudgeOptions(parse_route="api")), "unknown --parse-route 'api'; expected one of chat, import"),
         (EvalOptions(responses=ANSWERS, judge=JudgeOptions(judge_concurrency=0)), "--judge-concurrency must be at least 1"),
+        (EvalOptions(references=True, responses=ANSWERS), "give one of --responses FILE, --references or --base-url URL --model NAME"),
+        (EvalOptions(references=True, episodes=EpisodeOptions(refine=2)), "--references grades the problems' reference solutions; it cannot go with --agentic or --refine"),
+        (EvalOptions(endpoint=ENDPOINT, episodes=EpisodeOptions(refine=2), quality=QualityOptions("asic")), "--quality measures single answers"),
+        (EvalOptions(references=True, quality=QualityOptions("sta")), "unknown quality flow 'sta'; expected asic or fpga"),
+        (EvalOptions(references=True, quality=QualityOptions("asic", clock_ns=0)), "the quality clock must be a positive period in ns"),
     ],
 )
 def test_eval_options_that_do_not_go_together(options, message):
