@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +10,14 @@ from typing import Annotated
 import typer
 
 from cvdp_gym.cli._options import DatasetOpt, console, executor_option, fail
-from cvdp_gym.cli.options import Group, HarnessOptions, ProblemOptions, ServiceOptions, grouped
+from cvdp_gym.cli.options import (
+    Group,
+    HarnessOptions,
+    ProblemOptions,
+    QualityOptions,
+    ServiceOptions,
+    grouped,
+)
 
 
 @grouped
@@ -21,6 +29,7 @@ def serve_command(
     problems: Annotated[ProblemOptions, Group(only=("benchmark_dir",))],
     harness: Annotated[HarnessOptions, Group(only=("sandbox", "toolchain", "executor", "timeout", "verdict"))],
     service: ServiceOptions,
+    quality: QualityOptions,
     cache: Annotated[Path | None, typer.Option(help="SQLite grade cache shared by every request (default: the user cache, ~/.cache/cvdp-gym/grades.sqlite).")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token every request but /healthz and /docs must carry (default: $CVDP_GYM_SERVE_TOKEN).")] = None,
 ) -> None:
@@ -36,6 +45,7 @@ def serve_command(
     from cvdp_gym.execution.cache import GradeCache
     from cvdp_gym.grading import Grader
     from cvdp_gym.grading.backed import BACKED, check_verdict, require_references
+    from cvdp_gym.grading.quality import QualityStage
 
     token = token or os.environ.get(TOKEN_ENV) or None
     if not token and not is_loopback(host):
@@ -58,9 +68,16 @@ def serve_command(
         executor=executor_option(harness.executor, service.workers),
         verdict=harness.verdict,
     )
+    try:
+        if service.default_reward == "quality" and quality.quality is None:
+            quality = dataclasses.replace(quality, quality="asic")
+        settings = quality.settings()
+        stage = QualityStage(grader.runner.sandbox, settings, cache=grader.cache) if settings is not None else None
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     config = ServiceConfig(
         grader, data, workers=service.workers, queue=service.queue, max_body=service.max_body, deadline_s=service.deadline,
-        token=token, reward=service.default_reward, per_client=service.per_client,
+        token=token, reward=service.default_reward, per_client=service.per_client, quality=stage,
     )
     console.print(f"serving {len(data)} problem(s) from {data.source} on http://{host}:{port} (API page: /docs)", soft_wrap=True)
     uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=max(0, round(service.shutdown_grace)))

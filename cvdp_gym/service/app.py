@@ -42,6 +42,7 @@ from cvdp_gym.service.core import (
     answer_of,
     client_of,
     error,
+    reward_refused,
 )
 from cvdp_gym.service.models import GradeAnswer, GradeRequest, ProblemList, ProblemSummary
 
@@ -120,6 +121,9 @@ def create_app(config: ServiceConfig) -> FastAPI:
     )
     async def grade(body: GradeRequest, request: Request) -> Any:
         problem = service.problem(body.problem_id)
+        refused = reward_refused(config, body.reward or config.reward)
+        if refused is not None:
+            return refused
         outcome = await service.verdict(
             problem, client=client_of(request), response=body.response, files=body.files,
             deadline_s=body.deadline_s, seed=body.seed, verdict=body.verdict,

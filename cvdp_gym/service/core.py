@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -24,6 +25,9 @@ from cvdp_gym.grading import Grader, GradeResult
 from cvdp_gym.grading.rewards import REWARDS
 from cvdp_gym.service.metrics import Metrics
 from cvdp_gym.service.models import GradeAnswer, RewardKind, VerdictKind
+
+if TYPE_CHECKING:
+    from cvdp_gym.grading.quality import QualityStage
 
 #: Routes open without the token: liveness probes and the API's own description.
 OPEN_PATHS = frozenset({
@@ -68,6 +72,9 @@ class ServiceConfig:
     token: str | None = None
     reward: str = "shaped"
     per_client: int = 0
+    #: Measures passing answers' design quality (``serve --quality``), or None: then the
+    #: ``quality`` reward is refused.
+    quality: QualityStage | None = None
     metrics: Metrics = field(default_factory=Metrics)
 
     def check_host(self, host: str) -> None:
@@ -173,8 +180,10 @@ class GradingService:
             waited, ran = time.monotonic() - start, True
             _tell(loop, self._started)
             if files is not None:
-                return self.grader.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict)
-            return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed, verdict=verdict)
+                result = self.grader.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict)
+            else:
+                result = self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed, verdict=verdict)
+            return self.config.quality.assess(problem, result) if self.config.quality is not None else result
 
         job = self._pool.submit(run)
         with self._lock:
@@ -231,8 +240,15 @@ def answer_of(
         tests=vars(result.tests), stages=[vars(s) for s in result.stages], failures=result.failures,
         cached=result.cached, late=result.late, excluded=result.excluded, infra_failure=result.infra_failure,
         seed=result.seed, queue_s=queued, grade_s=result.wall_s, total_s=total, extraction=result.extraction,
-        official=result.official, defect=result.defect, reference_check=result.reference_check,
+        official=result.official, defect=result.defect, reference_check=result.reference_check, quality=result.quality,
     )
+
+
+def reward_refused(config: ServiceConfig, reward: str) -> JSONResponse | None:
+    """A 400 for the ``quality`` reward on a service that does not measure quality, else None."""
+    if reward == "quality" and config.quality is None:
+        return error(400, "this service does not measure design quality: start it with --quality asic (or fpga) for the quality reward")
+    return None
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

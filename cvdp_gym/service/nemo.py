@@ -37,7 +37,7 @@ from cvdp_gym.data.problems import Problem, problem_from_record
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.grading.rewards import make_reward_parts
-from cvdp_gym.service.core import GradingService, answer_of, client_of
+from cvdp_gym.service.core import GradingService, answer_of, client_of, reward_refused
 from cvdp_gym.service.models import RewardKind
 
 
@@ -214,6 +214,9 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
     async def verify(body: VerifyRequest, request: Request) -> Any:
         meta = body.verifier_metadata
         problem = _task(service, meta)
+        refused = reward_refused(service.config, meta.reward or service.config.reward)
+        if refused is not None:
+            return refused
         files = body.rtl_files if body.rtl_files is not None else meta.rtl_files
         text = None if files is not None else response_text(body.response)
         outcome = await service.verdict(problem, client=client_of(request), response=text, files=files, deadline_s=meta.deadline_s)
