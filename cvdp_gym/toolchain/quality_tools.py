@@ -202,19 +202,28 @@ def install(log: Callable[[str], None] = print, *, force: bool = False) -> Path:
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     started = time.monotonic()
-    lock = {"suite": SUITE, "debian": _unpack_debs(root, partial, log), **_install_python(root, partial, log)}
-    bin_dir = partial / "bin"
-    bin_dir.mkdir()
-    for name, wrapper in _WRAPPERS.items():
-        (bin_dir / name).write_text(wrapper())
-        (bin_dir / name).chmod(0o755)
-    lock |= _check(root, partial)
+    try:
+        lock = _build(root, partial, log)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # nothing to resume: each step takes seconds
+        raise
     (partial / _LOCK).write_text(json.dumps(lock, indent=1) + "\n")
     (partial / _MARKER).write_text(recipe() + "\n")
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
     log(f"quality tools installed at {final} in {time.monotonic() - started:.0f} s: {lock['sta_version']}, {lock['nextpnr_version']}")
     return final
+
+
+def _build(root: Path, work: Path, log: Callable[[str], None]) -> dict:
+    """Fill ``work`` (at ``MOUNT_TARGET`` in each step); returns what the lock records."""
+    lock = {"suite": SUITE, "debian": _unpack_debs(root, work, log), **_install_python(root, work, log)}
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    for name, wrapper in _WRAPPERS.items():
+        (bin_dir / name).write_text(wrapper())
+        (bin_dir / name).chmod(0o755)
+    return lock | _check(root, work)
 
 
 def _run(root: Path, work: Path, argv: list[str], **kwargs) -> str:
