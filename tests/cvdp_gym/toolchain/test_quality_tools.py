@@ -82,7 +82,7 @@ def test_nextpnr_places_and_routes_a_synthesised_counter(quality, sandbox, tmp_p
     script = (
         'yosys -q -p "synth_ice40 -top counter -json counter.json" counter.v && '
         f"{quality_tools.MOUNT_TARGET}/bin/nextpnr-ice40 --hx8k --package ct256 --json counter.json "
-        "--seed 1 --pcf-allow-unconstrained"
+        "--seed 1"
     )
     out = _run(sandbox, script, tmp_path, {"counter.v": COUNTER})
     assert out.returncode == 0, out.output
