@@ -3,7 +3,7 @@
 # and the host fallback's Icarus Verilog and Yosys), the project's virtual environment
 # (.venv), the pinned simulation root (Debian forky: Icarus 13, Verilator, Yosys, cocotb
 # 2.0.1 and 1.9.2 environments; Debian trixie's Icarus 12 beside it for VerilogEval), the
-# host fallback's environments, and, when a Docker engine
+# quality tools beside it (OpenSTA, nextpnr-ice40), the host fallback's environments, and, when a Docker engine
 # can run here, the Docker backend's stand-in image. Safe to run again: it only builds what
 # is missing, and an interrupted root build resumes.
 #   EXTRAS=dev bash scripts/setup.sh     # choose the pip extras (default: dev,train)
@@ -44,7 +44,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-echo "[setup] simulation root (pinned Icarus 13 toolchain, Icarus 12 beside it) and host fallback environments"
+echo "[setup] simulation root (pinned Icarus 13 toolchain, Icarus 12 beside it), quality tools and host fallback environments"
 .venv/bin/cvdp-gym toolchain install
 .venv/bin/cvdp-gym toolchain install --toolchain host
 

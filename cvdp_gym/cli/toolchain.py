@@ -49,7 +49,9 @@ def doctor(toolchain: ToolchainOpt = None) -> None:
         table.add_row("sandbox /dev", *row)
     for name, state, fix in _repository_rows():
         table.add_row(name, "[green]ok[/]", state, fix)
-    for name, ok, detail, fix in _podman_rows():
+    from cvdp_gym.toolchain.doctor import optional_rows
+
+    for name, ok, detail, fix in [*optional_rows(), *_podman_rows()]:
         status = "[green]ok[/]" if ok else "[yellow]absent[/]" if ok is None else "[yellow]refused[/]"
         table.add_row(name, status, detail, fix)
     console.print(table)
@@ -121,10 +123,10 @@ def toolchain_install(
     sha256: Annotated[str | None, typer.Option(help="--from: the archive's expected SHA-256 (default: ARCHIVE.sha256 beside it, if any).")] = None,
     root: Annotated[Path | None, typer.Option(help="Where the root goes (default: $CVDP_GYM_ROOT, else under the toolchain folder); users of a shared root set CVDP_GYM_ROOT to it.")] = None,
 ) -> None:
-    """Build the simulation toolchain: the pinned root (default) or the host fallback's environments."""
+    """Build the simulation toolchain: the pinned root (default) and the quality tools beside it, or the host fallback's environments."""
     import os
 
-    from cvdp_gym.toolchain import GENERATIONS, ROOT_ENV, RootBuildError, install
+    from cvdp_gym.toolchain import GENERATIONS, ROOT_ENV, RootBuildError, install, quality_tools
 
     if root is not None:
         os.environ[ROOT_ENV] = str(root.resolve())
@@ -134,10 +136,16 @@ def toolchain_install(
                 toolchain, generations=tuple(generation or GENERATIONS), force=force, log=console.print,
                 archive=from_archive, sha256=sha256,
             )
+        if toolchain == "root":
+            with console.status("installing the quality tools (OpenSTA, nextpnr-ice40)"):
+                quality_tools.install(log=console.print, force=force)
     except (RootBuildError, ValueError) as exc:
         raise fail(str(exc)) from None
     for key, value in tc.versions().items():
         console.print(f"{key}: {value}")
+    lock = quality_tools.lock_entry() if toolchain == "root" else None
+    if lock:
+        console.print(f"quality tools: {lock['sta_version']}, {lock['nextpnr_version']} (fingerprint {quality_tools.fingerprint()})")
 
 
 def toolchain_pack(

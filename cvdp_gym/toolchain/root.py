@@ -428,13 +428,20 @@ def _run_in_root(
     env: dict[str, str] | None = None,
     timeout: float = 120,
     binds: Sequence[tuple[Path, str]] = (),
+    writable_binds: Sequence[tuple[Path, str]] = (),
+    read_only: bool = False,
 ) -> str:
-    """Run a trusted build step with ``root`` as ``/`` (writable); returns its output.
-    ``binds``: ``(host path, path inside)`` pairs bound read-only over the root's."""
-    args = [unprivileged.find_bwrap()[0] or "bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
-    args += ["--bind", str(root / "tmp"), "/tmp"] if (root / "tmp").is_dir() else ["--tmpfs", "/tmp"]
+    """Run a trusted build step with ``root`` as ``/`` (writable unless ``read_only``); returns its output.
+    ``binds``: ``(host path, path inside)`` pairs bound read-only over the root's;
+    ``writable_binds``: the same, writable (their targets must exist in a read-only root)."""
+    args = [unprivileged.find_bwrap()[0] or "bwrap", "--ro-bind" if read_only else "--bind", str(root), "/"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+    writable_tmp = (root / "tmp").is_dir() and not read_only
+    args += ["--bind", str(root / "tmp"), "/tmp"] if writable_tmp else ["--tmpfs", "/tmp"]
     for source, target in binds:
         args += ["--ro-bind", str(source), target]
+    for source, target in writable_binds:
+        args += ["--bind", str(source), target]
     args += ["--unshare-all", "--die-with-parent", "--clearenv"]
     environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", **(env or {})}
     if network:
