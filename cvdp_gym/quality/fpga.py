@@ -163,9 +163,11 @@ def measure_fpga(
 
 
 def synth_script(sources: Mapping[str, str], top: str, device: str) -> str:
-    """The Yosys script: read the Verilog sources, ``synth_ice40`` for ``device``, ``stat -json``."""
-    files = sorted(check_relative_path(name) for name in sources if name.endswith(_VERILOG))
-    folders = sorted({os.path.dirname(name) or "." for name in files})
+    """The Yosys script: read the Verilog sources (every source's folder an include folder),
+    ``synth_ice40`` for ``device``, ``stat -json``."""
+    names = [check_relative_path(name) for name in sources]
+    files = [name for name in names if name.endswith(_VERILOG)]  # in the caller's order, as compiled
+    folders = sorted({os.path.dirname(name) or "." for name in names})
     includes = " ".join(f"-I{folder}" for folder in folders)
     dsp = " -dsp" if device in DSP_DEVICES else ""
     return (

@@ -193,3 +193,16 @@ def test_names_that_cannot_go_into_a_yosys_script_fail_before_any_run(sandbox, t
 def test_an_unknown_device_is_the_callers_error(sandbox, tmp_path):
     with pytest.raises(ConfigError, match="hx9000"):
         measure_fpga(sandbox, {"c.sv": counter(4)}, "counter", device="hx9000", scratch=tmp_path, tools=None)
+
+
+def test_several_files_with_an_include_folder(sandbox, tmp_path):
+    sources = {
+        "include/width.vh": "`define WIDTH 8\n",
+        "rtl/top.sv": '`include "width.vh"\nmodule top(input logic clk, input logic [`WIDTH-1:0] d, output logic [`WIDTH-1:0] q);\n'
+        "  stage u(.clk(clk), .d(d), .q(q));\nendmodule\n",
+        "rtl/stage.sv": "module stage(input logic clk, input logic [7:0] d, output logic [7:0] q);\n"
+        "  always_ff @(posedge clk) q <= d;\nendmodule\n",
+    }
+    measured = measure_fpga(sandbox, sources, "top", scratch=tmp_path, tools=None)
+    assert measured.ok, measured.failure
+    assert measured.metrics.ffs == 8
