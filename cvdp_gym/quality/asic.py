@@ -92,12 +92,12 @@ def measure_asic(
     work.mkdir(parents=True, exist_ok=True)
     files = {f"src/{name}": _ALWAYS_COMB.sub("always @*", text) for name, text in sources.items()}
     try:
-        cells = library_cells(Path(liberty).read_text(encoding="utf-8", errors="replace"))
+        library = library_cells(Path(liberty).read_text(encoding="utf-8", errors="replace"))
     except OSError as exc:
         return failed(f"liberty unreadable: {liberty}: {exc.strerror or exc}")
-    files["flow.ys"] = _yosys_script(sources, top, clock_ns, cells)
-    if cells.latch is not None:
-        files["latch_map.v"] = _latch_map(cells.latch)
+    files["flow.ys"] = _yosys_script(sources, top, clock_ns, library)
+    if library.latch is not None:
+        files["latch_map.v"] = _latch_map(library.latch)
     write_tree(work, files)
     mounts = [Mount(work, WORK, writable=True), Mount(Path(liberty), LIBERTY)]
     outcome = sandbox.run(
@@ -176,9 +176,10 @@ def _bad_input(sources: Mapping[str, str], top: str, liberty: Path, clock_ns: fl
 
 def _design_files(sources: Mapping[str, str]) -> list[str]:
     """The files to read, packages first (Yosys needs a package before its users); headers only by ``include``."""
-    names = [check_relative_path(n) for n in sources if n.endswith(DESIGN_SUFFIXES)] or [check_relative_path(n) for n in sources]
+    texts = {check_relative_path(name): text for name, text in sources.items()}
+    names = [name for name in texts if name.endswith(DESIGN_SUFFIXES)] or list(texts)
     package = re.compile(r"^\s*package\b", re.M)
-    return sorted(names, key=lambda n: 0 if package.search(sources.get(n, "")) else 1)
+    return sorted(names, key=lambda name: 0 if package.search(texts[name]) else 1)
 
 
 def _yosys_script(sources: Mapping[str, str], top: str, clock_ns: float, cells: LibraryCells) -> str:

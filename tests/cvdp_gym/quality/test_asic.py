@@ -107,6 +107,17 @@ module ring(input logic a, output logic y);
   assign y = x;
 endmodule
 """
+PACKAGE_USER = """
+`include "widths.svh"
+module scaled(input logic [WIDTH-1:0] a, output logic [WIDTH-1:0] y);
+  assign y = a * scale_pkg::FACTOR;
+endmodule
+"""
+PACKAGE = """
+package scale_pkg;
+  localparam int FACTOR = 3;
+endpackage
+"""
 
 DESIGNS = {
     "ripple": ({"add16.sv": RIPPLE, "full_adder.sv": FULL_ADDER}, "add16"),
@@ -115,6 +126,8 @@ DESIGNS = {
     "pipelined": ({"counter.sv": COUNTER_PIPELINED}, "counter"),
     "latch": ({"hold.sv": LATCH}, "hold"),
     "sloppy": ({"sloppy.sv": SLOPPY}, "sloppy"),
+    # the user of a package listed before it, and a header only included
+    "package": ({"rtl/scaled.sv": PACKAGE_USER, "rtl/scale_pkg.sv": PACKAGE, "rtl/widths.svh": "localparam int WIDTH = 8;\n"}, "scaled"),
 }
 
 
@@ -191,6 +204,13 @@ def test_combinational_design_is_timed_on_a_virtual_clock(measured):
     prefix = metrics_of(measured, "prefix")
     assert any("virtual clock" in note for note in prefix.notes), prefix.notes
     assert 0 < prefix.delay_ns < prefix.clock_ns
+
+
+def test_package_listed_after_its_user_and_included_header(measured):
+    scaled = metrics_of(measured, "package")
+    assert scaled.cells > 0 and scaled.delay_ns > 0
+    # read in the given order, Yosys would take scale_pkg::FACTOR for an implicit wire
+    assert scaled.warnings["other"] == 0
 
 
 def test_same_design_twice_gives_identical_metrics(sandbox, tools, measured, tmp_path):
