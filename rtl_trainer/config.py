@@ -56,7 +56,7 @@ class TrainConfig:
     decontaminate_rouge_l: float = field(default=0.5, metadata={"help": "decontaminate_against: a training problem whose specification has a ROUGE-L above this with an evaluation problem's is a copy (CodeV-R1's threshold, 0.5); reference code ROUGE-L above 0.8 or a 10-gram overlap above 0.5 also count (1.0 turns this test off, not those)."})
     reward: str = field(default="shaped", metadata={"help": "Reward: shaped, partial, binary or quality (the shaping plus the design-quality score of a passing answer against the problem's reference: area, delay and power on the ASIC flow; turns quality on with its defaults)."})
     quality: str | None = field(default=None, metadata={"help": "Measure every passing answer's design against its reference (info['quality']; the quality reward's part): asic (Yosys + ABC to quality_liberty, OpenSTA) or fpga (Yosys synth_ice40 + nextpnr-ice40). None: off, unless reward is quality."})
-    quality_liberty: str = field(default="nangate45", metadata={"help": "The ASIC flow's standard-cell library: nangate45, sky130hd, asap7 (cvdp-gym quality fetch NAME) or a .lib path."})
+    quality_liberty: str = field(default="nangate45", metadata={"help": "The ASIC flow's standard-cell library: nangate45, sky130hd (cvdp-gym quality fetch NAME) or a .lib path."})
     quality_clock_ns: float = field(default=10.0, metadata={"help": "The clock period designs are timed at (ns)."})
     steps: int = field(default=20, metadata={"help": "Optimiser steps."})
     groups_per_step: int = field(default=4, metadata={"help": "Problems (groups) per step."})

@@ -40,7 +40,7 @@ def quality_list() -> None:
 
 
 def quality_fetch(
-    names: Annotated[list[str], typer.Argument(help="Libraries to fetch: nangate45, sky130hd, asap7.")],
+    names: Annotated[list[str], typer.Argument(help="Libraries to fetch: nangate45, sky130hd.")],
     source: Annotated[str | None, typer.Option("--from", help="Fetch from this URL or local copy of the same .lib.gz instead; the SHA-256 still decides (one library at a time).")] = None,
 ) -> None:
     """Fetch pinned standard-cell libraries into the user cache, verified against their SHA-256."""

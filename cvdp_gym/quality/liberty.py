@@ -1,15 +1,17 @@
 """Standard-cell libraries for the ASIC flow: three pinned open ones, or a user's own file.
 
 No standard-cell liberty is on PyPI or in Debian. OpenSTA's repository carries small
-example liberties of three open libraries under ``examples/``; they are pinned here by the
+example liberties of open libraries under ``examples/``; two are pinned here by the
 repository's commit and each file's SHA-256, fetched once into the user's cache
 (``cvdp-gym quality fetch NAME``) and kept uncompressed there (Yosys reads plain text):
 
 - ``nangate45``: the Nangate 45 nm Open Cell Library, typical corner (1.1 V, 25 °C);
   time in ns, area in µm², leakage in nW. ChipSeek and the Hardware Quality Index use it.
 - ``sky130hd``: SkyWater 130 nm high density, typical corner (1.8 V, 25 °C); TuRTLe's PDK.
-- ``asap7``: a small subset of the ASAP7 7 nm predictive library, fast corner; time in ps
-  (the flows convert to ns).
+
+OpenSTA's ASAP7 example (``asap7_small_*``) is not pinned: it holds a buffer, an AND2 and a
+flip-flop, no inverter, so ABC maps almost nothing to it. The full ASAP7 liberties (time in ps,
+which the flow converts) work as a user's file (``--liberty PATH``).
 
 ``resolve_liberty(spec)`` takes one of those names or the path of a ``.lib`` / ``.lib.gz``
 file (``--liberty``), and returns a ``Liberty``: its uncompressed file on this machine and the
@@ -62,11 +64,6 @@ LIBERTIES = {
             "sky130hd", "examples/sky130hd_tt.lib.gz",
             "210e56be3a3a0907b5241a34d277f664cf4b4d91dcb49a27ff813df4406a5889",
             "SkyWater 130 nm high density, typical corner (1.8 V, 25 °C)",
-        ),
-        PinnedLiberty(
-            "asap7", "examples/asap7_small_ff.lib.gz",
-            "a66cacbd824f89f8b00db7915792333cfc36be715edb44da93de922f30187a2e",
-            "ASAP7 7 nm predictive library (OpenSTA's small subset), fast corner",
         ),
     )
 }

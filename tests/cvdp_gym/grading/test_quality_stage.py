@@ -1,10 +1,10 @@
 """The quality stage through the environment: a passing answer measured against its reference.
 
-A made-up training-set problem (a 16-bit adder whose reference is one ``+``), graded by
-equivalence with the reference in the real sandbox, then measured by the real ASIC flow on
-the test liberty (Yosys + ABC, OpenSTA from the quality tools folder): the reference itself
-scores 0.5, a correct ripple-carry adder built from full-adder cells scores less (a longer
-path), a wrong design passes nothing and gets no quality part. The measurements are cached:
+A made-up training-set problem (an 8-bit counter), graded by equivalence with the reference
+in the real sandbox, then measured by the real ASIC flow on the test liberty (Yosys + ABC,
+OpenSTA from the quality tools folder): the reference itself scores 0.5, a correct design
+that keeps the count twice scores less (more area and power), a wrong design passes nothing
+and gets no quality part. The measurements are cached:
 the second episode on the same answer runs no flow.
 """
 
@@ -24,22 +24,22 @@ from tests.support import missing
 pytestmark = [pytest.mark.sandbox]
 
 LIBERTY = "tests/fixtures/quality/tiny.lib"
-REFERENCE = """module add16(input [15:0] a, input [15:0] b, input ci, output [15:0] s, output co);
-  assign {co, s} = a + b + ci;
+REFERENCE = """module cnt8(input clk, input rst, input en, output reg [7:0] q);
+  always @(posedge clk)
+    if (rst) q <= 8'd0;
+    else if (en) q <= q + 8'd1;
 endmodule
 """
-RIPPLE = """module add16(input [15:0] a, input [15:0] b, input ci, output [15:0] s, output co);
-  wire [16:0] c;
-  assign c[0] = ci;
-  genvar i;
-  generate for (i = 0; i < 16; i = i + 1) begin : bit_
-    assign s[i] = a[i] ^ b[i] ^ c[i];
-    assign c[i + 1] = (a[i] & b[i]) | (c[i] & (a[i] ^ b[i]));
-  end endgenerate
-  assign co = c[16];
+#: The same count kept twice and merged: equivalent at every cycle, twice the registers.
+DOUBLED = """module cnt8(input clk, input rst, input en, output [7:0] q);
+  reg [7:0] a, b;
+  always @(posedge clk)
+    if (rst) begin a <= 8'd0; b <= 8'd0; end
+    else if (en) begin a <= a + 8'd1; b <= b + 8'd1; end
+  assign q = a | b;
 endmodule
 """
-WRONG = REFERENCE.replace("a + b + ci", "a - b + ci")
+WRONG = REFERENCE.replace("q + 8'd1", "q + 8'd2")
 
 
 def answer(code: str) -> str:
@@ -47,12 +47,12 @@ def answer(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def adder_env(tmp_path_factory, toolchain):
+def counter_env(tmp_path_factory, toolchain):
     if not quality_tools.ready():
         missing("the quality tools (OpenSTA, nextpnr) are not installed: run cvdp-gym toolchain install")
     folder = tmp_path_factory.mktemp("quality-env")
     rows = folder / "adders.jsonl"
-    rows.write_text(json.dumps({"id": "add16", "spec": "A 16-bit adder with carry in and carry out.", "reference": REFERENCE}) + "\n")
+    rows.write_text(json.dumps({"id": "cnt8", "spec": "An 8-bit counter with synchronous reset and enable.", "reference": REFERENCE}) + "\n")
     env = gym.make(
         "CVDP-SingleShot-v0", dataset=f"reference-set?path={rows}", reward="quality",
         quality={"flow": "asic", "liberty": LIBERTY}, cache=GradeCache(folder / "grades.sqlite"),
@@ -62,14 +62,14 @@ def adder_env(tmp_path_factory, toolchain):
 
 
 def play(env, code: str) -> tuple[float, dict]:
-    env.reset(options={"problem_id": "reference-set.add16"})
+    env.reset(options={"problem_id": "reference-set.cnt8"})
     _, reward, _, _, info = env.step(answer(code))
     return reward, info
 
 
 @pytest.fixture(scope="module")
-def played(adder_env):
-    return {name: play(adder_env, code) for name, code in (("reference", REFERENCE), ("ripple", RIPPLE), ("wrong", WRONG))}
+def played(counter_env):
+    return {name: play(counter_env, code) for name, code in (("reference", REFERENCE), ("doubled", DOUBLED), ("wrong", WRONG))}
 
 
 def test_the_reference_scores_one_half_of_the_quality_part(played):
@@ -82,13 +82,14 @@ def test_the_reference_scores_one_half_of_the_quality_part(played):
     assert reward == pytest.approx(MAX_SHAPED + QUALITY_REWARD * 0.5)
 
 
-def test_a_correct_but_slower_design_earns_less_than_the_reference(played):
+def test_a_correct_but_larger_design_earns_less_than_the_reference(played):
     reference_reward, _ = played["reference"]
-    reward, info = played["ripple"]
+    reward, info = played["doubled"]
     quality = info["quality"]
     assert info["passed"]  # equivalent to the reference: the tests pass
-    assert quality["candidate"]["metrics"]["delay_ns"] > quality["reference"]["metrics"]["delay_ns"]
-    assert quality["ratios"]["delay"] > 1.0 and quality["score"] < 0.5
+    design, reference = quality["candidate"]["metrics"], quality["reference"]["metrics"]
+    assert design["area_um2"] > 1.5 * reference["area_um2"] and design["cells"] > reference["cells"]
+    assert quality["ratios"]["area"] > 1.5 and quality["score"] < 0.5
     assert reward < reference_reward
 
 
@@ -98,9 +99,9 @@ def test_a_wrong_design_gets_no_quality(played):
     assert reward < MAX_SHAPED
 
 
-def test_a_design_measured_once_is_measured_from_the_cache(adder_env, played):
-    stage = adder_env.unwrapped.quality
+def test_a_design_measured_once_is_measured_from_the_cache(counter_env, played):
+    stage = counter_env.unwrapped.quality
     key_count = len(stage.cache)
-    _, info = play(adder_env, RIPPLE)
+    _, info = play(counter_env, DOUBLED)
     assert len(stage.cache) == key_count
-    assert info["quality"]["score"] == played["ripple"][1]["quality"]["score"]
+    assert info["quality"]["score"] == played["doubled"][1]["quality"]["score"]

@@ -16,10 +16,10 @@ from cvdp_gym.toolchain.envs import read_requirements
 from tests.support import missing
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "quality"
-#: tiny.lib's delays along rb/Q -> g1 (NAND2) -> g2 (INV) -> rq/D, and rq's setup time.
+#: three_cells.lib's delays along rb/Q -> g1 (NAND2) -> g2 (INV) -> rq/D, and rq's setup time.
 CLOCK_TO_Q, NAND2, INV, SETUP = 0.1, 0.05, 0.04, 0.03
 STA_SCRIPT = """\
-read_liberty /code/tiny.lib
+read_liberty /code/three_cells.lib
 read_verilog /code/tiny_netlist.v
 link_design tiny_path
 create_clock -name clk -period 2 [get_ports clk]
@@ -63,7 +63,7 @@ def _run(sandbox, script: str, tmp_path: Path, files: dict[str, str]):
 
 @pytest.mark.sandbox
 def test_sta_reports_the_path_and_leakage_of_a_made_up_liberty(quality, sandbox, tmp_path):
-    files = {name: (FIXTURES / name).read_text() for name in ("tiny.lib", "tiny_netlist.v")}
+    files = {name: (FIXTURES / name).read_text() for name in ("three_cells.lib", "tiny_netlist.v")}
     files["sta.tcl"] = STA_SCRIPT
     script = f"{quality_tools.MOUNT_TARGET}/bin/sta -no_splash -no_init -exit sta.tcl; echo sta=$?; touch {quality_tools.MOUNT_TARGET}/x"
     out = _run(sandbox, script, tmp_path, files)
