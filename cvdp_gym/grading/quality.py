@@ -21,6 +21,7 @@ stage ran (quality off, the tests failed, or a problem with no reference design:
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -32,8 +33,9 @@ from cvdp_gym.errors import ConfigError
 from cvdp_gym.execution.cache import GradeCache, content_key
 from cvdp_gym.grading.backed import reference_check
 from cvdp_gym.grading.result import GradeResult
+from cvdp_gym.quality import asic, fpga, liberty_cells, synthesis_warnings
 from cvdp_gym.quality.asic import measure_asic
-from cvdp_gym.quality.fpga import measure_fpga
+from cvdp_gym.quality.fpga import DEVICES, measure_fpga
 from cvdp_gym.quality.liberty import Liberty, resolve_liberty
 from cvdp_gym.quality.metrics import Measurement
 from cvdp_gym.quality.scores import score_measurements
@@ -42,8 +44,17 @@ from cvdp_gym.toolchain import quality_tools
 
 __all__ = ["FLOWS", "QUALITY_VERSION", "QualitySettings", "QualityStage", "design_pair"]
 
-#: Bumped when a flow's script or a score's formula changes (part of every cache key).
+#: Bumped when what a measurement holds changes (part of every cache key, beside the flows'
+#: own source text: a changed script never reuses an old measurement).
 QUALITY_VERSION = 1
+
+
+def _flows_digest() -> str:
+    """A hash of the flow modules' text: their Yosys, ABC and OpenSTA scripts are written there."""
+    digest = hashlib.sha256()
+    for module in (asic, fpga, liberty_cells, synthesis_warnings):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 FLOWS = ("asic", "fpga")
 
 
@@ -67,6 +78,8 @@ class QualitySettings:
             raise ConfigError(f"unknown quality flow {self.flow!r}; expected {' or '.join(FLOWS)}")
         if not self.clock_ns > 0:
             raise ConfigError(f"the quality clock must be a positive period in ns, not {self.clock_ns}")
+        if self.flow == "fpga" and self.device not in DEVICES:
+            raise ConfigError(f"unknown iCE40 device {self.device!r}; expected one of {', '.join(DEVICES)}")
 
     @classmethod
     def of(cls, value: QualitySettings | dict[str, Any] | str | None) -> QualitySettings | None:
@@ -106,7 +119,7 @@ class QualityStage:
         self.liberty: Liberty | None = resolve_liberty(self.settings.liberty) if self.settings.flow == "asic" else None
         self.tools = quality_tools.mount() if quality_tools.ready() else None
         self._fingerprint = [
-            QUALITY_VERSION, asdict(self.settings), self.liberty.sha256 if self.liberty else None,
+            QUALITY_VERSION, _flows_digest(), asdict(self.settings), self.liberty.sha256 if self.liberty else None,
             quality_tools.fingerprint() if self.tools else None, sandbox.toolchain.fingerprint(),
         ]
 
