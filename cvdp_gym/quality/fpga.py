@@ -8,12 +8,14 @@ design is (only for a ``device`` or ``clock_mhz`` the caller got wrong: ``Config
 
 Synthesis, Yosys 0.40 (the simulation root's): ``read_verilog -sv`` of the ``.v``/``.sv``
 sources (other files are there to be included; every source folder is an include folder),
-then ``synth_ice40 -top TOP -device FAMILY [-dsp]`` and ``stat -json``, from which the
+then ``synth_ice40 -top TOP -noabc9 [-dsp]`` and ``stat -json``, from which the
 counts come: ``SB_LUT4`` (luts), ``SB_DFF*`` (ffs), ``SB_RAM40_4K*`` (ram_blocks),
 ``SB_MAC16`` (dsp_blocks), ``SB_CARRY`` (carry), over the flattened design. Options:
-Yosys's defaults otherwise, so numbers match what anyone gets from ``synth_ice40``: the
-ABC9 flow (the default since 0.13) told the device family's delays (``-device hx|lp|u``:
-only ABC9 reads it); ``-dsp`` only where the device has ``SB_MAC16`` blocks (UltraPlus
+Yosys's defaults otherwise, but for ``-noabc9``: the classic ABC mapping, not ABC9 (the
+default since 0.13), whose WebAssembly build in the pinned Yosys 0.40 traps (``wasm
+unreachable``) on ordinary designs (RTLLM's ``accu``, ``counter_12``, ``freq_divbyeven``,
+``freq_divbyfrac`` references); a reference and its answers must go through one mapping,
+so it is the one that always runs. ``-dsp`` only where the device has ``SB_MAC16`` blocks (UltraPlus
 and iCE5LP), so a multiplier maps to DSPs there and to LUTs elsewhere, as the part
 would; no ``-abc2``/``-retime`` (not defaults, and they trade run time for small gains).
 Yosys and its in-process ABC are single-threaded and seedless: deterministic.
@@ -172,7 +174,7 @@ def synth_script(sources: Mapping[str, str], top: str, device: str) -> str:
     dsp = " -dsp" if device in DSP_DEVICES else ""
     return (
         f"read_verilog -sv {includes} {' '.join(files)}\n"
-        f"synth_ice40 -top {top} -device {DEVICES[device]}{dsp} -json {WORK}/design.json\n"
+        f"synth_ice40 -top {top} -noabc9{dsp} -json {WORK}/design.json\n"
         f"tee -q -o {WORK}/stat.json stat -json\n"
     )
 
