@@ -34,6 +34,7 @@ from cvdp_gym.execution.cache import GradeCache, content_key
 from cvdp_gym.grading.backed import reference_check
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.quality import asic, fpga, liberty_cells, synthesis_warnings
+from cvdp_gym.quality import sources as design_sources
 from cvdp_gym.quality.asic import measure_asic
 from cvdp_gym.quality.fpga import DEVICES, measure_fpga
 from cvdp_gym.quality.liberty import Liberty, resolve_liberty
@@ -52,7 +53,7 @@ QUALITY_VERSION = 1
 def _flows_digest() -> str:
     """A hash of the flow modules' text: their Yosys, ABC and OpenSTA scripts are written there."""
     digest = hashlib.sha256()
-    for module in (asic, fpga, liberty_cells, synthesis_warnings):
+    for module in (asic, fpga, liberty_cells, design_sources, synthesis_warnings):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
 FLOWS = ("asic", "fpga")

@@ -42,6 +42,7 @@ from cvdp_gym.errors import UnsafePathError, one_line
 from cvdp_gym.harness.testbench import read_bounded
 from cvdp_gym.quality.liberty_cells import LatchCell, LibraryCells, library_cells
 from cvdp_gym.quality.metrics import AsicMetrics, Measurement
+from cvdp_gym.quality.sources import ALWAYS_COMB_NOTE, has_always_comb, yosys_text
 from cvdp_gym.quality.synthesis_warnings import count_warnings
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox
 from cvdp_gym.sandbox.paths import check_relative_path, write_tree
@@ -59,7 +60,6 @@ WORK, LIBERTY = "/quality/work", "/quality/liberty.lib"
 DESIGN_SUFFIXES = (".v", ".sv")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
-_ALWAYS_COMB = re.compile(r"\balways_comb\b")
 _RESULT = "cvdp-quality: "
 #: Endpoints whose worst path OpenSTA reports (one each); ``delay_ns`` is the latest arrival among them.
 MAX_PATHS = 10_000
@@ -90,7 +90,7 @@ def measure_asic(
         return failed(problem)
     work = Path(scratch) / "work"
     work.mkdir(parents=True, exist_ok=True)
-    files = {f"src/{name}": _ALWAYS_COMB.sub("always @*", text) for name, text in sources.items()}
+    files = {f"src/{name}": yosys_text(text) for name, text in sources.items()}
     try:
         library = library_cells(Path(liberty).read_text(encoding="utf-8", errors="replace"))
     except OSError as exc:
@@ -127,8 +127,8 @@ def measure_asic(
     warnings = count_warnings(read_bounded(work / "front.txt"))
     clocks, note = _clocks(read_bounded(work / "clocks.txt"), read_bounded(work / "cone.txt"), read_bounded(work / "registers.txt"), top)
     notes = [note, "area in the liberty's area unit (µm² for the pinned libraries)"]
-    if warnings["latch"] and any(_ALWAYS_COMB.search(text) for text in sources.values()):
-        notes.append("always_comb read as always @* (Yosys refuses a latch in always_comb; counted as a latch)")
+    if warnings["latch"] and any(has_always_comb(text) for text in sources.values()):
+        notes.append(ALWAYS_COMB_NOTE)
     metrics = dict(liberty=Path(liberty).name, clock_ns=clock_ns, area_um2=area, cells=cells, warnings=warnings)
     if tools is None:
         notes.append("OpenSTA not available (no quality tools folder): timing and power not measured")

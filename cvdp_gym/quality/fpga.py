@@ -24,7 +24,9 @@ Place and route, nextpnr-ice40 from the quality tools folder (``tools``: its hos
 and where it is mounted): ``--DEVICE --package P --freq CLOCK_MHZ --seed 1 --threads 1``
 (one seed and one thread: the same placement every time), no pin constraints
 (``--pcf-allow-unconstrained``), ``--timing-allow-fail`` (a design slower than the
-target clock is measured, not refused). ``fmax_mhz`` is the slowest clock's achieved
+target clock is measured, not refused), ``--ignore-loops`` (a latch built from LUTs is a
+combinational loop to nextpnr's timing: its paths are timed as cut, not refused; the ASIC
+flow's warnings count it). ``always_comb`` is read as ``always @*`` (``quality.sources``). ``fmax_mhz`` is the slowest clock's achieved
 frequency in nextpnr's JSON report: nextpnr times register-to-register paths, so a
 design with none (combinational, or registers only at its ports) has ``None`` and the note
 ``NO_CLOCKED_PATH``.
@@ -47,6 +49,7 @@ from pathlib import Path
 
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.quality.metrics import FpgaMetrics, Measurement
+from cvdp_gym.quality.sources import yosys_text
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.paths import UnsafePathError, check_relative_path
 
@@ -115,7 +118,7 @@ def measure_fpga(
     for name, text in sources.items():
         path = work / "src" / check_relative_path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(yosys_text(text), encoding="utf-8")
     (work / "synth.ys").write_text(synth_script(sources, top, device), encoding="utf-8")
 
     synth = _run(sandbox, ["yosys", "-q", "-s", f"{WORK}/synth.ys"], work, scratch / "synth", SYNTH_TIMEOUT_S)
@@ -144,7 +147,7 @@ def measure_fpga(
     argv = [
         f"{target}/bin/nextpnr-ice40", f"--{device}", "--package", package, "--json", "design.json",
         "--freq", f"{clock_mhz:g}", "--seed", "1", "--threads", "1", "--pcf-allow-unconstrained",
-        "--timing-allow-fail", "--report", "report.json", "-q", "-l", "pnr.log",
+        "--timing-allow-fail", "--ignore-loops", "--report", "report.json", "-q", "-l", "pnr.log",
     ]  # fmt: skip
     pnr = _run(sandbox, argv, work, scratch / "pnr", PNR_TIMEOUT_S, Mount(folder, target))
     if pnr.timed_out:
