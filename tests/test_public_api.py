@@ -125,7 +125,7 @@ PINNED_INFO = {
         "reset": ["messages", "problem"],
         "step": [
             "credit", "excluded", "extraction", "failure_class", "infra_failure", "late", "log_tail", "official", "passed",
-            "problem", "reason", "reference_check", "reward", "scores", "scoring", "stages", "tests",
+            "problem", "quality", "reason", "reference_check", "reward", "scores", "scoring", "stages", "tests",
         ],
         "last step": [],
     },
@@ -133,8 +133,8 @@ PINNED_INFO = {
         "reset": ["messages", "problem"],
         "step": [
             "attempt", "attempt_reward", "attempts", "excluded", "extraction", "failure_class", "feedback",
-            "infra_failure", "late", "log_tail", "official", "passed", "problem", "reason", "reference_check", "reward",
-            "stages", "tests", "tool_messages",
+            "infra_failure", "late", "log_tail", "official", "passed", "problem", "quality", "reason", "reference_check",
+            "reward", "stages", "tests", "tool_messages",
         ],
         "last step": ["best_attempt", "end_reason"],
     },
@@ -146,7 +146,7 @@ PINNED_INFO = {
         ],
         "last step": [
             "dropped", "end_reason", "excluded", "extraction", "failure_class", "graded_files", "infra_failure", "late",
-            "log_tail", "official", "passed", "patch", "reason", "reference_check", "reward", "stages", "tests",
+            "log_tail", "official", "passed", "patch", "quality", "reason", "reference_check", "reward", "stages", "tests",
         ],
     },
 }
