@@ -107,7 +107,7 @@ def test_the_app_has_every_command_group():
         "toolchain", "toolchain install", "toolchain pack", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
         "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path", "decontaminate",
-        "export", "export harbor", "export verl",
+        "export", "export harbor", "export verl", "quality", "quality list", "quality fetch", "quality measure",
     }
 
 
@@ -131,11 +131,13 @@ def test_help_lists_every_option(words):
 # serve's --cache defaults to the user cache (every request shares it), eval's to none;
 # `benchmarks fetch --force` fetches a benchmark's files again;
 # rescore's --reward is the new reward of stored rows (eval's the one it grades with), its --out a JSONL file of those rows;
-# export harbor's --reward is what each task's test script writes; export verl's --agentic writes rows (eval's plays episodes).
+# export harbor's --reward is what each task's test script writes; export verl's --agentic writes rows (eval's plays episodes);
+# `quality fetch --from` is a liberty's mirror (toolchain install's a packed root); `quality measure --json` prints measurements.
 _OWN_HELP = {("check", "--out"), ("eval", "--out"), ("debug", "--out"), ("debug", "--force"), ("parity", "--dataset"), ("report", "--out"),
              ("decontaminate", "--out"), ("rescore", "--reward"), ("rescore", "--out"),
              ("toolchain install", "--toolchain"), ("serve", "--cache"), ("benchmarks fetch", "--force"),
-             ("export harbor", "--reward"), ("export verl", "--agentic"), ("audit", "--out"), ("audit", "--seed")}
+             ("export harbor", "--reward"), ("export verl", "--agentic"), ("audit", "--out"), ("audit", "--seed"),
+             ("quality fetch", "--from"), ("quality measure", "--json")}
 
 
 def test_an_option_several_commands_take_says_the_same_everywhere():
