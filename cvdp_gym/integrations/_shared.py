@@ -8,6 +8,7 @@ so they are made once per distinct set of options and shared (``Grader`` is thre
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,6 +16,7 @@ from cvdp_gym.data import Dataset, load_dataset
 from cvdp_gym.envs.base import make_grader
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading import Grader
+from cvdp_gym.grading.quality import QualitySettings, QualityStage
 
 
 @functools.lru_cache(maxsize=8)
@@ -26,6 +28,14 @@ def shared_grader(
 ) -> Grader:
     """One ``Grader`` per distinct option set in this process."""
     return make_grader(sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache)
+
+
+@functools.lru_cache(maxsize=8)
+def shared_quality_stage(grader: Grader, settings: str) -> QualityStage:
+    """One quality stage per grader and settings (JSON of ``QualitySettings.of``'s argument,
+    ``null``: the defaults) in this process, its measurements in the grader's cache."""
+    chosen = QualitySettings.of(json.loads(settings)) or QualitySettings()
+    return QualityStage(grader.runner.sandbox, chosen, cache=grader.cache)
 
 
 @functools.lru_cache(maxsize=8)

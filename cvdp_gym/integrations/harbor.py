@@ -198,6 +198,8 @@ def write_task(
     if reason:
         raise ConfigError(f"{problem.id}: {reason}")
     make_reward_parts(reward)  # an unknown reward is an error now, not in the container
+    if reward == "quality":
+        raise ConfigError("reward 'quality' measures designs with the quality tools beside the simulation root, which a Harbor task's image lacks; use shaped, partial or binary")
     folder = Path(folder)
     timeout = agent_timeout_s if agent_timeout_s is not None else (3600.0 if problem.agentic else 900.0)
     (folder / "environment" / "workspace").mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,13 @@ from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.errors import ConfigError, UnknownProblemError
 from cvdp_gym.grading.rewards import make_reward_parts, total
-from cvdp_gym.integrations._shared import answer_text, grade_metrics, problems, shared_grader
+from cvdp_gym.integrations._shared import (
+    answer_text,
+    grade_metrics,
+    problems,
+    shared_grader,
+    shared_quality_stage,
+)
 from cvdp_gym.service.client import GradingClient
 
 #: The variable that sends ``compute_score`` to a grading service (``cvdp-gym serve``).
@@ -87,11 +93,14 @@ def compute_score(
     toolchain: str | None = None,
     timeout_s: float = 300.0,
     cache: bool | str = True,
+    quality: dict[str, Any] | str | None = None,
     **_: Any,
 ) -> dict[str, Any]:
     """veRL's reward function: grade ``solution_str`` for the row's problem.
 
-    Returns ``score`` (the ``reward``: ``shaped``, ``partial`` or ``binary``) and the
+    Returns ``score`` (the ``reward``: ``shaped``, ``partial``, ``binary`` or ``quality``,
+    which measures a passing answer's design against the reference with ``quality``'s
+    settings, ASIC on Nangate45 by default; through ``url``, the service's) and the
     outcome (``SCORE_KEYS``). The keyword options come from veRL's
     ``reward.custom_reward_function.reward_kwargs``; keywords veRL adds for reward models
     are ignored. An unknown problem raises (a wrong dataset, not a bad answer).
@@ -109,7 +118,10 @@ def compute_score(
     by_id = {p.id: p for p in problems(dataset, agentic=False).problems}
     if problem_id not in by_id:
         raise UnknownProblemError(f"problem_id {problem_id!r} is not a single-shot problem of {dataset!r}")
-    result = shared_grader(sandbox, toolchain, timeout_s, cache).grade_response(by_id[problem_id], answer_text(solution_str))
+    grader = shared_grader(sandbox, toolchain, timeout_s, cache)
+    result = grader.grade_response(by_id[problem_id], answer_text(solution_str))
+    if reward == "quality" or quality is not None:
+        result = shared_quality_stage(grader, json.dumps(quality, sort_keys=True)).assess(by_id[problem_id], result)
     info = {
         "passed": result.passed, "stages": {s.name: {"passed": s.passed} for s in result.stages},
         "tests": vars(result.tests), "excluded": result.excluded, "infra_failure": result.infra_failure,

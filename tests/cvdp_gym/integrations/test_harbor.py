@@ -259,3 +259,15 @@ def test_exported_tasks_grade_in_their_own_image_and_load_in_harbor(docker_clien
     check_trials(trials, IN_IMAGE, in_process)
     assert in_process[(SINGLE, "reference")]["rewards"] == {"reward": 1.4, "format": 0.1, "syntax": 0.3, "tests": 1.0, "passed": 1.0}
     check_in_harbor(sandbox, tmp_path, tasks, trials, IN_IMAGE, in_process)
+
+
+def test_the_quality_reward_is_refused_at_export(tmp_path):
+    """The quality tools live beside the simulation root, not in a task's image: exporting a task
+    whose test script would write the quality reward is a one-line error, not a silent 0."""
+    from cvdp_gym.errors import ConfigError
+    from cvdp_gym.integrations.harbor import write_task
+
+    problem = load_dataset("bundled").problems[0]
+    with pytest.raises(ConfigError, match="reward 'quality' measures designs with the quality tools"):
+        write_task(problem, tmp_path / "task", reward="quality")
+    assert not (tmp_path / "task").exists()

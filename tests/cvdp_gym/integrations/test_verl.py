@@ -26,7 +26,7 @@ from cvdp_gym.integrations.verl import (
 from cvdp_gym.parsers import ToolCall, format_tool_call
 from cvdp_gym.user_dirs import cache_dir
 from tests.cvdp_gym.cli.test_cli import run_cli
-from tests.support import BUNDLED, REPO, ServedApp
+from tests.support import BUNDLED, REPO, ServedApp, missing
 
 pytestmark = pytest.mark.sandbox
 
@@ -95,6 +95,19 @@ def test_compute_score_is_the_in_process_grade(graded, scored):
         assert scored[name]["tests_passed"] == info["tests"]["passed"]
     assert scored["reference"]["score"] == pytest.approx(1.4) and scored["reference"]["acc"] == 1.0
     assert scored["functional_bug"]["failure_class"] == recorded_failure(PROBLEM, "functional_bug")
+
+
+def test_compute_score_with_the_quality_reward_measures_a_passing_design(answers, scored):
+    from cvdp_gym.toolchain import quality_tools
+
+    if not quality_tools.ready():
+        missing(f"quality tools: {quality_tools.problem()}")
+    liberty = str(Path(__file__).parents[2] / "fixtures" / "quality" / "tiny.lib")
+    options = {"reward": "quality", "quality": {"liberty": liberty}, "cache": False}
+    reference = compute_score("bundled", answers["reference"], GROUND_TRUTH, **options)
+    bug = compute_score("bundled", answers["functional_bug"], GROUND_TRUTH, **options)
+    assert reference["score"] == pytest.approx(1.4 + 0.5)  # the reference against itself: 0.5 of the quality part
+    assert bug["score"] == scored["functional_bug"]["score"]  # a failing design: no quality part
 
 
 def test_compute_score_through_the_grading_service_gives_the_same_result(answers, scored, monkeypatch):
