@@ -63,7 +63,7 @@ def main() -> int:
     parser.add_argument("--dataset", action="append", default=None, help="a benchmark spec (its fetched copy); repeatable")
     parser.add_argument("--limit", type=int, default=20, help="designs per dataset")
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=160)
     sets = [(spec, None) for spec in args.dataset] if args.dataset else DEFAULT_SETS
     items = designs(sets, args.limit)
     configs = [("asic, test liberty", QualitySettings(liberty=str(FIXTURES / "quality" / "tiny.lib")))]

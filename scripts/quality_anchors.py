@@ -93,7 +93,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=None, help="quality cache (default: the user's grade cache)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the tables as Markdown here")
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=160)
     dc = json.loads(DC.read_text())["designs"]
     dc_by_lower = {name.lower(): (name, figures) for name, figures in dc.items()}
     stage = QualityStage(HarnessRunner().sandbox, QualitySettings(liberty=args.liberty, clock_ns=args.clock_ns), cache=GradeCache(args.cache))
