@@ -49,6 +49,7 @@ def _print(report: dict) -> None:
         columns,
         method_notes,
         moved_lines,
+        quality_line,
         rows_of,
         title_of,
     )
@@ -61,7 +62,8 @@ def _print(report: dict) -> None:
             table.add_row(*map(escape, cells))
         console.print(table)
         console.print(escape(comparison["differs"]), soft_wrap=True)
-        for line in moved_lines(comparison, MOVED_SHOWN):
-            console.print(escape(line), soft_wrap=True)
+        for line in [*moved_lines(comparison, MOVED_SHOWN), quality_line(comparison)]:
+            if line:
+                console.print(escape(line), soft_wrap=True)
     for note in method_notes(report):
         console.print(f"[dim]{escape(note)}[/]", soft_wrap=True)

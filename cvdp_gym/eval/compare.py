@@ -182,6 +182,45 @@ def group_comparison(base: RunData, other: RunData, problems: list[str], *, seed
     }
 
 
+def _quality_scores(run: RunData) -> dict[str, float]:
+    """Per problem, the mean design-quality score of its answers that have one (``eval --quality``)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for row in run.rows:
+        score = ((row.get("grade") or {}).get("quality") or {}).get("score")
+        if isinstance(score, (int, float)):
+            scores[row["id"]].append(float(score))
+    return {p: sum(v) / len(v) for p, v in scores.items()}
+
+
+def quality_comparison(base: RunData, other: RunData, *, seed: int, resamples: int) -> dict[str, Any] | None:
+    """Mean quality score of both runs on the problems both measured, the paired difference
+    and its bootstrap interval; None when either run measured none."""
+    a, b = _quality_scores(base), _quality_scores(other)
+    both = sorted(set(a) & set(b))
+    if not both:
+        return None
+    x, y = [a[p] for p in both], [b[p] for p in both]
+    return {
+        "problems": len(both),
+        "baseline_score": sum(x) / len(x),
+        "score": sum(y) / len(y),
+        "difference": (sum(y) - sum(x)) / len(both),
+        "difference_ci95": list(paired_bootstrap([q - p for p, q in zip(x, y, strict=True)], resamples=resamples, seed=seed)),
+    }
+
+
+def quality_line(comparison: dict[str, Any]) -> str | None:
+    """One line on the design-quality scores of both runs, where both measured some."""
+    q = comparison.get("quality")
+    if not q:
+        return None
+    low, high = q["difference_ci95"]
+    return (
+        f"design quality (mean score over the {q['problems']} problems both measured; 0.5 = the reference's): "
+        f"baseline {q['baseline_score']:.3f}, run {q['score']:.3f}, Δ {q['difference']:+.3f} [{low:+.3f}, {high:+.3f}]"
+    )
+
+
 def _differs(base: RunData, other: RunData, only_base: list[str], only_other: list[str]) -> tuple[dict[str, list[Any]], str]:
     """The settings that differ, and one line saying what differs (problems and settings)."""
     keys = sorted(set(base.settings) | set(other.settings))
@@ -236,6 +275,7 @@ def compare_pair(base: RunData, other: RunData, *, seed: int = BOOTSTRAP_SEED, r
         "by_category": {c: group_comparison(base, other, by_cat[c], seed=seed, resamples=resamples) for c in sorted(by_cat)},
         "improved": moved(True),
         "regressed": moved(False),
+        "quality": quality_comparison(base, other, seed=seed, resamples=resamples),
     }
 
 
@@ -333,7 +373,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"## {title_of(comparison)}", "", comparison["differs"], ""]
         lines += ["| " + " | ".join(columns()) + " |", "|" + "---|" * len(columns())]
         lines += ["| " + " | ".join(cells) + " |" for cells in rows_of(comparison)]
-        lines += ["", *(f"- {line}" for line in moved_lines(comparison))]
+        lines += ["", *(f"- {line}" for line in [*moved_lines(comparison), quality_line(comparison)] if line)]
     lines += ["", "## Notes", "", *(f"- {n}" for n in method_notes(report) + report["warnings"]), ""]
     return "\n".join(lines)
 

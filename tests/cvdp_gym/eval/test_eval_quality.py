@@ -85,3 +85,22 @@ def test_the_service_answers_quality_and_refuses_the_reward_where_it_does_not_me
     # it is measured like any pass, and its extra comparator costs area.
     assert wrong["passed"] and wrong["quality"]["ratios"]["area"] > 1.0 and wrong["quality"]["score"] < 0.5
     assert refused.status_code == 400 and "--quality" in refused.json()["detail"]
+
+
+def test_compare_puts_two_runs_quality_side_by_side(tools, tmp_path):
+    """The reference against an answer the test bench passes but that costs more area: compare
+    reports both mean scores on the common problem and a negative difference."""
+    from cvdp_gym.envs.prompts import answer_text
+
+    adder = load_dataset("rtllm-v2", benchmark_dir=RTLLM_COPY)["rtllm-v2.adder_4bit"]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"id": adder.id, "response": answer_text(adder, {adder.targets[0]: WRONG_ADDER})}) + "\n")
+    common = ["eval", "rtllm-v2", "--benchmark-dir", str(RTLLM_COPY), "--id", adder.id, "--quality", "asic", "--liberty", LIBERTY]
+    for words, out in ((["--references"], "base"), (["--responses", str(responses)], "run")):
+        done = CliRunner().invoke(app, [*common, *words, "--out", str(tmp_path / out)], env={"COLUMNS": "250"})
+        assert done.exit_code == 0, done.output
+    done = CliRunner().invoke(app, ["compare", str(tmp_path / "base"), str(tmp_path / "run"), "--out", str(tmp_path / "cmp")], env={"COLUMNS": "250"})
+    assert done.exit_code == 0, done.output
+    quality = json.loads((tmp_path / "cmp" / "compare.json").read_text())["comparisons"][0]["quality"]
+    assert quality["problems"] == 1 and quality["baseline_score"] == 0.5 and quality["difference"] < 0
+    assert "design quality (mean score over the 1 problems both measured" in done.output
