@@ -123,7 +123,7 @@ def test_cli_rejects_bad_input_clearly(tmp_path):
     out = run_eval("--responses", str(bad), "--out", str(tmp_path / "o"))
     assert out.returncode == 2 and "bad.jsonl:2: malformed JSON" in out.stdout, out.stdout + out.stderr
     both = run_eval("--responses", str(bad), "--base-url", "http://127.0.0.1:9", "--model", "m")
-    assert both.returncode == 2 and "either --responses" in both.stdout
+    assert both.returncode == 2 and "give one of --responses FILE, --references or --base-url" in both.stdout
 
 
 # Samples per problem (in file order): passes c of n.
