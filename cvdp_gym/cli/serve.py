@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Annotated
@@ -69,9 +68,7 @@ def serve_command(
         verdict=harness.verdict,
     )
     try:
-        if service.default_reward == "quality" and quality.quality is None:
-            quality = dataclasses.replace(quality, quality="asic")
-        settings = quality.settings()
+        settings = quality.settings(service.default_reward)
         stage = QualityStage(grader.runner.sandbox, settings, cache=grader.cache) if settings is not None else None
     except ConfigError as exc:
         raise fail(str(exc)) from None

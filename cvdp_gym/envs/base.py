@@ -217,7 +217,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         if self.grader.verdict == BACKED:
             require_references(self.problems)
         self.reward_fn = make_reward(reward, interface_credit=interface_credit)
-        settings = QualitySettings.of(quality) or (QualitySettings() if reward == "quality" else None)
+        settings = QualitySettings.of(quality, reward=reward)
         #: The quality stage run on passing answers (``grading.quality``), or None.
         self.quality = (
             QualityStage(self.grader.runner.sandbox, settings, cache=self.grader.cache) if settings is not None else None

@@ -38,6 +38,7 @@ from cvdp_gym.eval.intervals import (
 )
 from cvdp_gym.eval.passk import problem_counts
 from cvdp_gym.eval.run import RESULTS
+from cvdp_gym.eval.tables import markdown_table
 from cvdp_gym.grading.result import NOT_JUDGED
 from cvdp_gym.jsonl import decode_line, parse_json
 
@@ -371,8 +372,7 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines += [f"- run: {r['dir']}" for r in report["runs"]]
     for comparison in report["comparisons"]:
         lines += ["", f"## {title_of(comparison)}", "", comparison["differs"], ""]
-        lines += ["| " + " | ".join(columns()) + " |", "|" + "---|" * len(columns())]
-        lines += ["| " + " | ".join(cells) + " |" for cells in rows_of(comparison)]
+        lines += markdown_table(columns(), rows_of(comparison))
         lines += ["", *(f"- {line}" for line in [*moved_lines(comparison), quality_line(comparison)] if line)]
     lines += ["", "## Notes", "", *(f"- {n}" for n in method_notes(report) + report["warnings"]), ""]
     return "\n".join(lines)

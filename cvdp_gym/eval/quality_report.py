@@ -16,9 +16,9 @@ import statistics
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from cvdp_gym.eval.intervals import bootstrap_mean
+from cvdp_gym.eval.tables import markdown_table, print_table
 
 __all__ = ["answer_columns", "answer_rows", "markdown_lines", "print_section", "quality_section", "summary_columns", "summary_rows"]
 
@@ -134,10 +134,6 @@ def answer_rows(section: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _md(columns: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns), *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def markdown_lines(section: dict[str, Any] | None) -> list[str]:
     """The section as report.md lines (none without it)."""
     if not section:
@@ -146,8 +142,8 @@ def markdown_lines(section: dict[str, Any] | None) -> list[str]:
         "", "## Design quality (passing answers against their references)", "",
         "Score: 0.5 at the reference's quality, 1.0 at half its area, delay and power (geometric mean of the capped "
         "ratios), 0.0 at twice; each warning the reference lacks takes a quarter of it.", "",
-        *_md(summary_columns(), summary_rows(section)), "", "### Per answer", "",
-        *_md(answer_columns(section), answer_rows(section)),
+        *markdown_table(summary_columns(), summary_rows(section)), "", "### Per answer", "",
+        *markdown_table(answer_columns(section), answer_rows(section)),
     ]
 
 
@@ -159,9 +155,4 @@ def print_section(section: dict[str, Any] | None, console: Console, *, shown: in
     if len(section["answers"]) <= shown:
         tables.append(("design quality per answer: the design (its reference)", answer_columns(section), answer_rows(section)))
     for title, columns, rows in tables:
-        table = Table(title=title)
-        for i, column in enumerate(columns):
-            table.add_column(column, justify="left" if i in (0, len(columns) - 1) else "right", overflow="fold")
-        for cells in rows:
-            table.add_row(*cells)
-        console.print(table)
+        print_table(console, title, columns, rows, left=(0, len(columns) - 1))

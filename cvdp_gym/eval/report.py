@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from cvdp_gym.data.problems import difficulty_order
 from cvdp_gym.eval import benchmark_tables, official, quality_report
@@ -26,6 +25,7 @@ from cvdp_gym.eval.benchmark_reports import benchmark_reports
 from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import aggregate, pass_after_attempts, problem_counts
 from cvdp_gym.eval.run import PASSED
+from cvdp_gym.eval.tables import markdown_table, print_table
 
 UNKNOWN = "unknown"
 CVDP = "cvdp"
@@ -277,9 +277,7 @@ def notes(report: dict[str, Any]) -> list[str]:
 
 
 def _md_table(columns: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
-    return "\n".join(lines)
+    return "\n".join(markdown_table(columns, rows))
 
 
 def to_markdown(report: dict[str, Any]) -> str:
@@ -325,12 +323,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         section = report["official_report"]
         tables.append(("the official CVDP report's table (* score categories: mean credit)", official.columns(section), official.rows_of(section)))
     for title, columns, rows in tables:
-        table = Table(title=title)
-        for i, column in enumerate(columns):
-            table.add_column(column, justify="left" if i == 0 else "right", overflow="fold")
-        for cells in rows:
-            table.add_row(*cells)
-        console.print(table)
+        print_table(console, title, columns, rows)
     benchmark_tables.print_sections(report.get("benchmark_reports", {}), console)
     quality_report.print_section(report.get("quality"), console)
     for note in notes(report):

@@ -10,7 +10,8 @@ module the benchmark names), both run through the same flow (``QualitySettings.f
 Each design is measured once: a measurement is cached in the grade cache under a key of
 the flow, its settings (the liberty's SHA-256, the clock, the device), the quality tools'
 and the simulation root's fingerprints and the design's text, so re-scoring an answer, or
-the reference of every answer to a problem, costs a lookup.
+the reference of every answer to a problem, costs a lookup. A measurement a time or memory
+limit stopped (``Measurement.limited``) is not kept: another run may finish.
 
 ``GradeResult.quality`` holds the outcome: ``flow``, ``score`` (None when either design
 could not be measured, with ``failure``: one line), ``index``, ``ratios``, ``extra_warnings``,
@@ -56,6 +57,8 @@ def _flows_digest() -> str:
     for module in (asic, fpga, liberty_cells, design_sources, synthesis_warnings):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
+
+
 FLOWS = ("asic", "fpga")
 
 
@@ -83,9 +86,12 @@ class QualitySettings:
             raise ConfigError(f"unknown iCE40 device {self.device!r}; expected one of {', '.join(DEVICES)}")
 
     @classmethod
-    def of(cls, value: QualitySettings | dict[str, Any] | str | None) -> QualitySettings | None:
-        """Settings from themselves, a dict of their fields, a flow name, or None (quality off)."""
-        if value is None or isinstance(value, QualitySettings):
+    def of(cls, value: QualitySettings | dict[str, Any] | str | None, *, reward: object = None) -> QualitySettings | None:
+        """Settings from themselves, a dict of their fields, a flow name, or None (quality off,
+        unless ``reward`` is the ``quality`` reward: then the defaults)."""
+        if value is None:
+            return cls() if reward == "quality" else None
+        if isinstance(value, QualitySettings):
             return value
         if isinstance(value, str):
             return cls(flow=value)
@@ -131,7 +137,7 @@ class QualityStage:
             return Measurement.from_dict(hit)
         with tempfile.TemporaryDirectory(prefix="cvdp-quality-") as scratch:
             measurement = self._run(sources, top, Path(scratch))
-        if key is not None and not (measurement.failure or "").startswith("infrastructure:"):
+        if key is not None and not measurement.limited:
             self.cache.put(key, measurement.to_dict())
         return measurement
 

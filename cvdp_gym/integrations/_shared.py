@@ -34,7 +34,7 @@ def shared_grader(
 def shared_quality_stage(grader: Grader, settings: str) -> QualityStage:
     """One quality stage per grader and settings (JSON of ``QualitySettings.of``'s argument,
     ``null``: the defaults) in this process, its measurements in the grader's cache."""
-    chosen = QualitySettings.of(json.loads(settings)) or QualitySettings()
+    chosen = QualitySettings.of(json.loads(settings), reward="quality")
     return QualityStage(grader.runner.sandbox, chosen, cache=grader.cache)
 
 

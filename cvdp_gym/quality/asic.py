@@ -38,11 +38,18 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from cvdp_gym.errors import UnsafePathError, one_line
+from cvdp_gym.errors import one_line
 from cvdp_gym.harness.testbench import read_bounded
 from cvdp_gym.quality.liberty_cells import LatchCell, LibraryCells, library_cells
 from cvdp_gym.quality.metrics import AsicMetrics, Measurement
-from cvdp_gym.quality.sources import ALWAYS_COMB_NOTE, has_always_comb, yosys_text
+from cvdp_gym.quality.sources import (
+    ALWAYS_COMB_NOTE,
+    DESIGN_SUFFIXES,
+    IDENTIFIER,
+    has_always_comb,
+    name_problem,
+    yosys_text,
+)
 from cvdp_gym.quality.synthesis_warnings import count_warnings
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox
 from cvdp_gym.sandbox.paths import check_relative_path, write_tree
@@ -57,9 +64,6 @@ POWER_KIND = (
     f"duty {INPUT_ACTIVITY[1]:g}, propagated; internal + switching + leakage)"
 )
 WORK, LIBERTY = "/quality/work", "/quality/liberty.lib"
-DESIGN_SUFFIXES = (".v", ".sv")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
-_SAFE_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
 _RESULT = "cvdp-quality: "
 #: Endpoints whose worst path OpenSTA reports (one each); ``delay_ns`` is the latest arrival among them.
 MAX_PATHS = 10_000
@@ -82,8 +86,8 @@ def measure_asic(
     ``scratch``: a host folder of this run's (the caller removes it)."""
     started = time.monotonic()
 
-    def failed(why: str) -> Measurement:
-        return Measurement("asic", failure=one_line(why), seconds=time.monotonic() - started)
+    def failed(why: str, *, limited: bool = False) -> Measurement:
+        return Measurement("asic", failure=one_line(why), seconds=time.monotonic() - started, limited=limited)
 
     problem = _bad_input(sources, top, liberty, clock_ns)
     if problem:
@@ -106,7 +110,7 @@ def measure_asic(
     )
     log = read_bounded(work / "yosys.log")
     if outcome.timed_out or outcome.out_of_memory:
-        return failed(f"Yosys: {'time limit' if outcome.timed_out else 'memory limit'} ({wall_s:g} s, {_limits(wall_s).memory_mb} MB)")
+        return failed(f"Yosys: {'time limit' if outcome.timed_out else 'memory limit'} ({wall_s:g} s, {_limits(wall_s).memory_mb} MB)", limited=True)
     if read_bounded(work / "yosys.rc").strip() != "0":
         error = _first_error(log, "ERROR:") or outcome.output.strip()[-300:] or "failed"
         if "Can't open ABC output file" in error:
@@ -136,7 +140,7 @@ def measure_asic(
     left = max(10.0, wall_s - (time.monotonic() - started))
     timed = _timing(sandbox, work, mounts, tools, top, clocks, clock_ns, Path(scratch) / "sta", left)
     if isinstance(timed, str):
-        return failed(timed)
+        return failed(timed, limited=isinstance(timed, _LimitHit))
     delay, slack, power = timed
     if delay is None:
         notes.append("no timed path (no input or register reaches an output or register)")
@@ -156,17 +160,9 @@ def _limits(wall_s: float) -> Limits:
 
 def _bad_input(sources: Mapping[str, str], top: str, liberty: Path, clock_ns: float) -> str:
     """Why the inputs cannot be measured at all ("" when they can)."""
-    if not _IDENTIFIER.match(top or ""):
-        return f"top module name {top!r} is not a plain identifier"
-    if not sources:
-        return "no source files"
-    for name in sources:
-        try:
-            normal = check_relative_path(name)
-        except UnsafePathError as exc:
-            return str(exc)
-        if not _SAFE_PATH.match(normal):
-            return f"source file name {name!r} has characters the flow does not pass to Yosys"
+    problem = name_problem(sources, top)
+    if problem:
+        return problem
     if not (clock_ns > 0):
         return f"clock period {clock_ns!r} ns is not positive"
     if not Path(liberty).is_file():
@@ -244,7 +240,7 @@ def _clocks(direct: str, cone: str, registers: str, top: str) -> tuple[list[str]
         return [], "combinational: a virtual clock times input-to-output paths"
     for text, how in ((direct, "wired to the flip-flops' clock pins"), (cone, "in the cone of the flip-flops' clock pins")):
         names = sorted({line.strip().split("/", 1)[-1].lstrip("\\") for line in text.splitlines() if line.strip().startswith(f"{top}/")})
-        plain = [n for n in names if _IDENTIFIER.match(n)]
+        plain = [n for n in names if IDENTIFIER.match(n)]
         if plain:
             return plain, f"clock ports {', '.join(plain)} ({how})"
     return [], "registers with no clock port found: a virtual clock times the paths between ports"
@@ -282,6 +278,10 @@ def _sta_script(top: str, clocks: list[str], clock_ns: float) -> str:
     )
 
 
+class _LimitHit(str):
+    """A failure line of a tool a time or memory limit stopped (``Measurement.limited``)."""
+
+
 def _timing(
     sandbox: Sandbox, work: Path, mounts: list[Mount], tools: tuple[Path, str], top: str,
     clocks: list[str], clock_ns: float, scratch: Path, wall_s: float,
@@ -294,7 +294,7 @@ def _timing(
         mounts=[*mounts, Mount(Path(host), target)], scratch=scratch, cwd=WORK, env=_ENV, limits=_limits(wall_s),
     )
     if outcome.timed_out or outcome.out_of_memory:
-        return f"OpenSTA: {'time limit' if outcome.timed_out else 'memory limit'} ({wall_s:.0f} s)"
+        return _LimitHit(f"OpenSTA: {'time limit' if outcome.timed_out else 'memory limit'} ({wall_s:.0f} s)")
     results = {}
     for line in outcome.output.splitlines():
         if line.startswith(_RESULT):

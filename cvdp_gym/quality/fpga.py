@@ -49,9 +49,9 @@ from pathlib import Path
 
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.quality.metrics import FpgaMetrics, Measurement
-from cvdp_gym.quality.sources import yosys_text
+from cvdp_gym.quality.sources import DESIGN_SUFFIXES, name_problem, yosys_text
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
-from cvdp_gym.sandbox.paths import UnsafePathError, check_relative_path
+from cvdp_gym.sandbox.paths import check_relative_path
 
 __all__ = ["DEVICES", "NO_CLOCKED_PATH", "PNR_TIMEOUT_S", "SYNTH_TIMEOUT_S", "measure_fpga"]
 
@@ -72,13 +72,9 @@ NO_CLOCKED_PATH = "no clocked path: no register-to-register path for nextpnr to 
 WORK = "/work"
 #: Largest statistics / report file read back (bytes); nextpnr's report lists critical paths.
 MAX_READ_BYTES = 64 * 1024 * 1024
-_VERILOG = (".v", ".sv")
-#: What a source's name and the top's name may be: both go into a Yosys script.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*(/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*")
 #: A tool's error line: ``ERROR: ...``, or Yosys's ``file.sv:3: ERROR: ...`` (not a line of
 #: the design's own text that merely contains the word).
 _ERROR_LINE = re.compile(r"(\S+:\d+: )?ERROR: ")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 #: nextpnr's "Device utilisation" lines, e.g. ``Info: 	  SB_IO:   451/   206   218%``.
 _UTILISATION = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", re.M)
 _RESOURCE_WORDS = {"SB_IO": "I/O bits", "ICESTORM_LC": "logic cells", "ICESTORM_RAM": "RAM blocks", "ICESTORM_DSP": "DSP blocks"}
@@ -105,8 +101,8 @@ def measure_fpga(
         raise ConfigError(f"clock_mhz must be positive, got {clock_mhz!r}")
     started = time.monotonic()
 
-    def failed(why: str) -> Measurement:
-        return Measurement(flow="fpga", failure=why, seconds=time.monotonic() - started)
+    def failed(why: str, *, limited: bool = False) -> Measurement:
+        return Measurement(flow="fpga", failure=why, seconds=time.monotonic() - started, limited=limited)
 
     problem = _check_names(sources, top)
     if problem:
@@ -123,9 +119,9 @@ def measure_fpga(
 
     synth = _run(sandbox, ["yosys", "-q", "-s", f"{WORK}/synth.ys"], work, scratch / "synth", SYNTH_TIMEOUT_S)
     if synth.timed_out:
-        return failed(f"synthesis timed out after {SYNTH_TIMEOUT_S:g} s")
+        return failed(f"synthesis timed out after {SYNTH_TIMEOUT_S:g} s", limited=True)
     if synth.returncode != 0:
-        return failed("synthesis failed: " + _first_error(synth))
+        return failed("synthesis failed: " + _first_error(synth), limited=synth.out_of_memory)
     counts = _cell_counts(_read_json(work / "stat.json"))
     if counts is None:
         return failed("synthesis left no statistics (stat.json)")
@@ -151,12 +147,12 @@ def measure_fpga(
     ]  # fmt: skip
     pnr = _run(sandbox, argv, work, scratch / "pnr", PNR_TIMEOUT_S, Mount(folder, target))
     if pnr.timed_out:
-        return failed(f"place and route timed out after {PNR_TIMEOUT_S:g} s")
+        return failed(f"place and route timed out after {PNR_TIMEOUT_S:g} s", limited=True)
     if pnr.returncode != 0:
         shortfall = _shortfall(_read_text(work / "pnr.log"))
         if shortfall:
             return measured(None, "place and route skipped: " + shortfall)
-        return failed("place and route failed: " + _first_error(pnr))
+        return failed("place and route failed: " + _first_error(pnr), limited=pnr.out_of_memory)
     report = _read_json(work / "report.json")
     if not isinstance(report, dict):
         return failed("place and route left no report (report.json)")
@@ -171,7 +167,7 @@ def synth_script(sources: Mapping[str, str], top: str, device: str) -> str:
     """The Yosys script: read the Verilog sources (every source's folder an include folder),
     ``synth_ice40`` for ``device``, ``stat -json``."""
     names = [check_relative_path(name) for name in sources]
-    files = [name for name in names if name.endswith(_VERILOG)]  # in the caller's order, as compiled
+    files = [name for name in names if name.endswith(DESIGN_SUFFIXES)]  # in the caller's order, as compiled
     folders = sorted({os.path.dirname(name) or "." for name in names})
     includes = " ".join(f"-I{folder}" for folder in folders)
     dsp = " -dsp" if device in DSP_DEVICES else ""
@@ -184,18 +180,10 @@ def synth_script(sources: Mapping[str, str], top: str, device: str) -> str:
 
 def _check_names(sources: Mapping[str, str], top: str) -> str:
     """Why the sources or the top cannot go into a Yosys script ("" when they can)."""
-    if not _IDENTIFIER.fullmatch(top):
-        return f"top {top!r} is not a plain Verilog identifier"
-    for name in sources:
-        try:
-            normal = check_relative_path(name)
-        except UnsafePathError:
-            return f"source file {name!r} is not a relative path"
-        if not _SAFE_NAME.fullmatch(normal):
-            return f"source file {name!r}: only letters, digits and _ . + - / in file names"
-    if not any(name.endswith(_VERILOG) for name in sources):
+    problem = name_problem(sources, top)
+    if not problem and not any(name.endswith(DESIGN_SUFFIXES) for name in sources):
         return "no Verilog sources (.v or .sv) to synthesise"
-    return ""
+    return problem
 
 
 def _run(sandbox: Sandbox, argv: list[str], work: Path, scratch: Path, wall_s: float, *extra: Mount) -> SandboxResult:

@@ -60,12 +60,17 @@ class FpgaMetrics:
 
 @dataclass(frozen=True)
 class Measurement:
-    """What a flow made of one design: its metrics, or ``failure`` (one line: why not)."""
+    """What a flow made of one design: its metrics, or ``failure`` (one line: why not).
+
+    ``limited``: a time or memory limit stopped a tool, so another run may finish: such a
+    failure says nothing lasting about the design and is never cached (as the grader keeps
+    no verdict of a run cut short)."""
 
     flow: str  # "asic" or "fpga"
     metrics: AsicMetrics | FpgaMetrics | None = None
     failure: str | None = None
     seconds: float = 0.0
+    limited: bool = False
 
     @property
     def ok(self) -> bool:
@@ -73,7 +78,7 @@ class Measurement:
 
     def to_dict(self) -> dict:
         metrics = self.metrics.to_dict() if self.metrics is not None else None
-        return {"flow": self.flow, "metrics": metrics, "failure": self.failure, "seconds": self.seconds}
+        return {"flow": self.flow, "metrics": metrics, "failure": self.failure, "seconds": self.seconds, "limited": self.limited}
 
     @classmethod
     def from_dict(cls, data: dict) -> Measurement:
@@ -84,4 +89,4 @@ class Measurement:
             kind = AsicMetrics if data["flow"] == "asic" else FpgaMetrics
             known = {k: v for k, v in raw.items() if k in kind.__dataclass_fields__}
             metrics = kind(**{**known, "notes": tuple(known.get("notes", ()))})
-        return cls(data["flow"], metrics, data.get("failure"), float(data.get("seconds", 0.0)))
+        return cls(data["flow"], metrics, data.get("failure"), float(data.get("seconds", 0.0)), bool(data.get("limited")))

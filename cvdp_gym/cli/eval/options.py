@@ -90,12 +90,7 @@ class EvalOptions:
 
     def quality_settings(self) -> QualitySettings | None:
         """The quality stage's settings (None: off); ``--reward quality`` turns the ASIC flow on."""
-        from cvdp_gym.cli.options.quality import QualityOptions
-
-        quality = self.quality
-        if quality.quality is None and self.reward == "quality":
-            quality = QualityOptions("asic", quality.liberty, quality.clock_ns, quality.fpga_device, quality.fpga_package)
-        return quality.settings()
+        return self.quality.settings(self.reward)
 
     @property
     def plays_episodes(self) -> bool:

@@ -21,12 +21,14 @@ class QualityOptions:
     fpga_device: Annotated[str, typer.Option(help="nextpnr-ice40's device (hx8k, up5k, ...).")] = "hx8k"
     fpga_package: Annotated[str, typer.Option(help="nextpnr-ice40's package for --fpga-device.")] = "ct256"
 
-    def settings(self) -> QualitySettings | None:
-        """The quality settings these options name (None: quality off); a bad value is a ``ConfigError``."""
+    def settings(self, reward: str = "shaped") -> QualitySettings | None:
+        """The quality settings these options name (None: quality off; the ``quality`` reward
+        turns the ASIC flow on); a bad value is a ``ConfigError``."""
         from cvdp_gym.grading.quality import QualitySettings
 
-        if self.quality is None:
+        if self.quality is None and reward != "quality":
             return None
         return QualitySettings(
-            flow=self.quality, liberty=self.liberty, clock_ns=self.clock_ns, device=self.fpga_device, package=self.fpga_package,
+            flow=self.quality or "asic", liberty=self.liberty, clock_ns=self.clock_ns, device=self.fpga_device,
+            package=self.fpga_package,
         )

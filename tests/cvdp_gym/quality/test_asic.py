@@ -250,6 +250,26 @@ def test_bad_input_fails_in_one_line(sandbox, tools, tmp_path, sources, top, lib
     assert "\n" not in result.failure and reason in result.failure, result.failure
 
 
+def test_a_time_limit_is_a_failure_marked_limited_and_never_cached(sandbox, tools, tmp_path):
+    """A run a limit stopped says so (``limited``), and the quality stage keeps no measurement
+    of it (another run may finish), while it keeps a failure the design caused."""
+    from cvdp_gym.execution.cache import GradeCache
+    from cvdp_gym.grading.quality import QualitySettings, QualityStage
+
+    sources, top = DESIGNS["counter"]
+    stopped = measure_asic(sandbox, sources, top, TINY, scratch=tmp_path / "run", tools=tools, wall_s=0.01)
+    assert not stopped.ok and stopped.limited and "time limit" in stopped.failure
+    broken = measure_asic(sandbox, {"broken.sv": BROKEN}, "broken", TINY, scratch=tmp_path / "broken", tools=tools)
+    assert not broken.ok and not broken.limited
+    kept = {}
+    for name, outcome in (("stopped", stopped), ("broken", broken)):
+        stage = QualityStage(sandbox, QualitySettings(liberty=str(TINY)), cache=GradeCache(tmp_path / f"{name}.sqlite"))
+        stage._run = lambda sources, top, scratch, outcome=outcome: outcome  # the flow's real outcome, from above
+        stage.measure(sources, top)
+        kept[name] = len(stage.cache)
+    assert kept == {"stopped": 0, "broken": 1}
+
+
 def test_tiny_liberty_names_its_tie_cells_and_latch():
     cells = library_cells(TINY.read_text())
     assert (cells.tie_high, cells.tie_low) == ("TIEHI Y", "TIELO Y")
