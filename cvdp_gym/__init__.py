@@ -4,7 +4,9 @@ benchmark, VerilogEval v1/v2 and RTLLM v1.1/v2.0.
 Importing the package registers ``CVDP-SingleShot-v0``, ``CVDP-Refine-v0`` and
 ``CVDP-Agentic-v0``, and the same three under benchmark-neutral names, ``RTL-SingleShot-v0``,
 ``RTL-Refine-v0`` and ``RTL-Agentic-v0`` (any dataset works with either name); each also
-works as ``gymnasium.make("cvdp_gym:CVDP-SingleShot-v0")`` without a prior import.
+works as ``gymnasium.make("cvdp_gym:CVDP-SingleShot-v0")`` without a prior import. The
+verification tasks are ``RTL-Testbench-v0`` and ``RTL-Assertion-v0``: a problem's design asked
+for a test bench or for assertions, rewarded by the seeded bugs they catch.
 
 The names in ``__all__`` are the package's curated entry points; they load on first use
 (PEP 562), so ``import cvdp_gym`` costs only Gymnasium's registry. Everything else is
@@ -31,6 +33,7 @@ __version__ = "0.1.0"
 #: CVDP name and a benchmark-neutral one (``RTL-...``), the same class either way.
 ENV_IDS = (
     "CVDP-SingleShot-v0", "CVDP-Agentic-v0", "CVDP-Refine-v0", "RTL-SingleShot-v0", "RTL-Agentic-v0", "RTL-Refine-v0",
+    "RTL-Testbench-v0", "RTL-Assertion-v0",
 )
 _ENTRY_POINTS = {
     f"{prefix}-{name}-v0": entry
@@ -40,6 +43,9 @@ _ENTRY_POINTS = {
         ("Agentic", "cvdp_gym.envs.agentic:AgenticEnv"),
         ("Refine", "cvdp_gym.envs.refine:RefineEnv"),
     )
+} | {
+    "RTL-Testbench-v0": "cvdp_gym.envs.testbench:TestbenchEnv",
+    "RTL-Assertion-v0": "cvdp_gym.envs.assertion:AssertionEnv",
 }
 
 #: Public name -> the module that defines it (imported on first access).

@@ -55,7 +55,7 @@ from cvdp_gym.data.problems import (
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import DatasetError
 from cvdp_gym.harness.compose import HarnessError, parse_services
-from cvdp_gym.harness.randomness import harness_randomness
+from cvdp_gym.harness.randomness import problem_randomness
 from cvdp_gym.harness.runner import installed_distributions
 from cvdp_gym.jsonl import JsonlError, iter_json, one_line
 from cvdp_gym.toolchain import Toolchain
@@ -198,7 +198,7 @@ def _assess(
         except HarnessError as exc:
             return blocked("harness unreadable", one_line(str(exc)))
         row.simulators = [s.environment.get("SIM", "?") for s in services]
-        row.randomised = list(harness_randomness(problem.harness))
+        row.randomised = list(problem_randomness(problem))
         for service in services:
             if service.unsupported or service.generation is None:
                 reason = service.unsupported or "no local environment for this service"

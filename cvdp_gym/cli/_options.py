@@ -10,6 +10,7 @@ stays with its command.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -80,6 +81,14 @@ IdsOpt = Annotated[list[str] | None, typer.Option("--id", help="Only these probl
 CategoryOpt = Annotated[list[str] | None, typer.Option(help="Only these categories (cid003 or 3).")]
 DifficultyOpt = Annotated[list[str] | None, typer.Option(help="Only these difficulties.")]
 LenientOpt = Annotated[bool, typer.Option(help="Skip malformed dataset lines with a warning.")]
+TaskOpt = Annotated[
+    str,
+    typer.Option(
+        help="What to ask of each problem: 'design' (as its benchmark poses it), 'testbench' (a self-checking "
+        "test bench, scored by the seeded bugs it catches) or 'assertion' (SVA properties, checked with Yosys's "
+        "formal); the tasks take the problems with a reference design.",
+    ),
+]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -129,13 +138,16 @@ def executor_option(spec: str | None, workers: int) -> GradeExecutor | None:
 
 def load_problems(
     dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool,
-    *, benchmark_dir: Path | None = None,
+    *, benchmark_dir: Path | None = None, task: str = "design",
 ) -> Dataset:
-    """The selected problems; a dataset that cannot be read is a one-line error."""
+    """The selected problems (posed as ``task``); a dataset that cannot be read is a one-line error."""
     from cvdp_gym.data import DatasetError, load_dataset
     from cvdp_gym.data.hub import HubUnavailable
+    from cvdp_gym.data.verification_tasks import DESIGN, TASKS, task_problems
     from cvdp_gym.errors import MissingDependencyError
 
+    if task not in TASKS:
+        raise fail(f"unknown --task {task!r}; expected one of {', '.join(TASKS)}")
     try:
         data = load_dataset(
             dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient, benchmark_dir=benchmark_dir,
@@ -144,6 +156,11 @@ def load_problems(
         raise fail(str(exc)) from None
     for skipped in data.skipped:
         console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")
+    if task != DESIGN:
+        posed = task_problems(data.problems, task)
+        if not posed:
+            raise fail(f"no problem of {dataset} has a reference design, so none can be posed as --task {task}")
+        data = dataclasses.replace(data, problems=posed)
     return data
 
 

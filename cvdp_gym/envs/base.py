@@ -11,6 +11,7 @@ import gymnasium as gym
 from cvdp_gym.data import Dataset, Problem, load_dataset
 from cvdp_gym.data.problems import SCORING_HARNESS
 from cvdp_gym.data.repos import RepoStore
+from cvdp_gym.data.verification_tasks import DESIGN, task_problems
 from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.errors import ArgumentTypeError, ConfigError, UnknownProblemError
 from cvdp_gym.execution.cache import GradeCache
@@ -130,6 +131,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `harness_seed` | **int or None** | `None` | The seed of the harnesses' Python randomness and cocotb's (`RANDOM_SEED`): a harness that draws its parameters or stimulus at random then draws the same values every time, so its verdicts are reproducible and cached per seed; `None`: a fresh seed per run, as the official runner, and such verdicts are not cached. The seed of the last grade is `env.unwrapped.last_grade.seed`. |
     | `verdict` | **str** | `'testbench'` | `'testbench'`: the problem's own test bench decides. `'testbench+reference'`: an answer passes only when its test bench passes **and** the reference-equivalence grader finds it equivalent to the problem's reference design (run only after the test bench passed; :mod:`cvdp_gym.grading.backed`); otherwise `failure_class` is `not_equivalent`, or `undecided` / `no_reference` (never a pass, `excluded`). `official` stays the benchmark's own reading. A dataset none of whose problems has a reference is a `ConfigError`. |
     | `quality` | **QualitySettings, dict, str or None** | `None` | Measure every passing answer's design quality against the problem's reference (:mod:`cvdp_gym.grading.quality`): `'asic'` (Yosys + ABC to a liberty, OpenSTA), `'fpga'` (Yosys + nextpnr-ice40), or settings (`flow`, `liberty`, `clock_ns`, `device`, `package`); the outcome is `info["quality"]`. `reward='quality'` turns it on with the defaults (ASIC, Nangate45, 10 ns). |
+    | `task` | **str** | `'design'` | `'design'`: the problems as their benchmarks pose them. `'testbench'` or `'assertion'`: each problem with a reference design asked for a self-checking test bench or for SVA properties instead, graded by the seeded bugs they catch (:mod:`cvdp_gym.data.verification_tasks`; use `reward='kills'`); what `RTL-Testbench-v0` and `RTL-Assertion-v0` set. |
     | `render_mode` | **str or None** | `None` | `'ansi'`: `render()` returns the latest observation text (see each environment). |
 
     ## Info
@@ -194,6 +196,7 @@ class CVDPEnvBase(gym.Env[str, str]):
         harness_seed: int | None = None,
         verdict: str = TESTBENCH,
         quality: QualitySettings | dict[str, Any] | str | None = None,
+        task: str = DESIGN,
         render_mode: str | None = None,
     ) -> None:
         if isinstance(dataset, Dataset):
@@ -202,12 +205,15 @@ class CVDPEnvBase(gym.Env[str, str]):
             problems = load_dataset(
                 dataset, ids=ids, categories=categories, difficulty=difficulty, benchmark_dir=benchmark_dir
             ).problems
+        if task != DESIGN:  # the same designs, asked for a test bench or assertions (those with a reference)
+            problems = task_problems(problems, task, agentic=self.agentic)
         self.problems: list[Problem] = [
             p for p in problems if p.agentic == self.agentic and (self.text_answers or p.scoring == SCORING_HARNESS)
         ]
         if not self.problems:
-            kind = "agentic" if self.agentic else "non-agentic"
-            raise ConfigError(f"no {kind} problems in {dataset or 'the bundled set'} with these filters")
+            kind = ("agentic" if self.agentic else "non-agentic") + ("" if task == DESIGN else f" {task}")
+            why = "" if task == DESIGN else " (a verification task needs problems with a reference design)"
+            raise ConfigError(f"no {kind} problems in {dataset or 'the bundled set'} with these filters{why}")
         self._by_id = {p.id: p for p in self.problems}
         self.grader = grader or make_grader(
             sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache, lint=lint,

@@ -14,6 +14,7 @@ import json
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import CVDP, SCORING_HARNESS, Problem
+from cvdp_gym.data.verification_tasks import is_task_problem
 
 FOLDERS = """You are a helpful assistance.
 Consider that you have a folder structure like the following:
@@ -90,7 +91,7 @@ def single_shot_user_prompt(problem: Problem) -> str:
 def single_shot_messages(problem: Problem) -> list[dict[str, str]]:
     """System and user messages for a single-shot answer to ``problem`` (another benchmark's
     problem: its own messages, as its scripts build them, :mod:`cvdp_gym.data.benchmarks`)."""
-    if problem.benchmark != CVDP:
+    if problem.benchmark != CVDP or is_task_problem(problem):
         system = [{"role": "system", "content": problem.system_message}] if problem.system_message else []
         return [*system, {"role": "user", "content": problem.prompt}]
     return [

@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from cvdp_gym.data.problems import difficulty_order
-from cvdp_gym.eval import benchmark_tables, official, quality_report
+from cvdp_gym.eval import benchmark_tables, official, quality_report, verification_report
 from cvdp_gym.eval.benchmark_reports import benchmark_reports
 from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import aggregate, pass_after_attempts, problem_counts
@@ -146,15 +146,19 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
         "by_category": {c: group_stats(by_cat[c], ks) for c in sorted(by_cat)},
         "by_difficulty": {d: group_stats(by_diff[d], ks) for d in sorted(by_diff, key=difficulty_order)},
     }
-    cvdp_rows = [r for r in rows if r.get("benchmark") in (None, "", CVDP)]
+    designs = [r for r in rows if not verification_report.is_task_row(r)]  # the benchmarks' tables read designs
+    cvdp_rows = [r for r in designs if r.get("benchmark") in (None, "", CVDP)]
     if cvdp_rows:  # the official CVDP table is CVDP's; other benchmarks get their own below
         report["official_report"] = official.official_report(cvdp_rows, ks)
-    benchmarks = benchmark_reports(rows, meta)
+    benchmarks = benchmark_reports(designs, meta)
     if benchmarks:
         report["benchmark_reports"] = benchmarks
     quality = quality_report.quality_section(rows)
     if quality:
         report["quality"] = quality
+    verification = verification_report.verification_section(rows)
+    if verification:
+        report["verification"] = verification
     if episodes:
         report["episodes"] = episodes
     return report
@@ -303,6 +307,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         ]
     body += benchmark_tables.markdown_lines(report.get("benchmark_reports", {}))
     body += quality_report.markdown_lines(report.get("quality"))
+    body += verification_report.markdown_lines(report.get("verification"))
     body += ["", "## Notes", "", *(f"- {n}" for n in notes(report)), ""]
     return "\n".join(head + body)
 
@@ -326,6 +331,7 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         print_table(console, title, columns, rows)
     benchmark_tables.print_sections(report.get("benchmark_reports", {}), console)
     quality_report.print_section(report.get("quality"), console)
+    verification_report.print_section(report.get("verification"), console)
     for note in notes(report):
         console.print(f"[dim]{note}[/]")
 

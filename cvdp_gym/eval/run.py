@@ -167,6 +167,10 @@ class Evaluator:
         self._append(self.responses_path, row)
         self.saved[sample_key(problem.id, sample)] = row
 
+    def record(self, problem: Problem, sample: int, response: str, grade: GradeResult) -> dict[str, Any]:
+        """A verdict reached outside this evaluator's grader (the golden test benches' rows)."""
+        return self._finish(result_row(problem, sample, response, grade, self.reward))
+
     def record_failure(self, problem: Problem, sample: int, verdict: str, reason: str, response: str = "") -> dict[str, Any]:
         """A sample that could not be graded counts as a failed sample with its reason."""
         grade = failed_grade(problem, verdict, reason)

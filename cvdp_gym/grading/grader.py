@@ -47,7 +47,7 @@ from cvdp_gym.grading.result import (
 )
 from cvdp_gym.grading.seed_verdicts import combine
 from cvdp_gym.grading.stages import run_stages
-from cvdp_gym.harness.randomness import harness_randomness
+from cvdp_gym.harness.randomness import harness_randomness, problem_randomness
 from cvdp_gym.harness.results import TIMEOUT
 from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.parsers.benchmark_answers import NO_CODE, extract_answer
@@ -247,7 +247,7 @@ class Grader:
             return None
         if problem.repo is not None and self.runner.repos.missing(problem):
             return None  # "repository not found" is this machine's state, not a verdict to keep
-        randomised = bool(harness_randomness(problem.harness))
+        randomised = bool(problem_randomness(problem))
         if randomised and seed is None:
             return None  # one fresh draw of a randomised harness is not the truth
         # A repository problem's files come from its commit, which the key must name.

@@ -10,6 +10,10 @@
   answer (``grading.quality``: 0.5 at the reference's area, delay and power, 1.0 at half,
   0.0 at twice; maximum 2.4): parts ``format``, ``syntax``, ``tests``, ``quality``. A failing
   answer, or one that could not be measured, gets no quality part.
+- ``kills``: the verification tasks' reward (``RTL-Testbench-v0``, ``RTL-Assertion-v0``): the
+  fraction of the seeded bugs the answer catches, 0.0 when it fails the reference design (a
+  false alarm), does not build, or reaches into the design (maximum 1.0): one part, ``kills``.
+  No shaping: a bench that merely compiles catches nothing.
 - any callable ``GradeResult -> float``: one part, ``reward``.
 
 A comprehension answer (``result.scoring`` ``bleu`` or ``judge``) has no code to shape:
@@ -74,6 +78,11 @@ def quality_parts(result: GradeResult) -> dict[str, float]:
     return {**shaped_parts(result), "quality": QUALITY_REWARD * float(score or 0.0)}
 
 
+def kills_parts(result: GradeResult) -> dict[str, float]:
+    caught = result.tests.passed / result.tests.total if result.syntax_ok and result.tests.total else 0.0
+    return {"kills": caught}
+
+
 def shaped(result: GradeResult) -> float:
     return total(shaped_parts(result))
 
@@ -90,10 +99,17 @@ def quality(result: GradeResult) -> float:
     return total(quality_parts(result))
 
 
+def kills(result: GradeResult) -> float:
+    return total(kills_parts(result))
+
+
 REWARD_PARTS: dict[str, RewardPartsFn] = {
     "shaped": shaped_parts, "partial": partial_parts, "binary": binary_parts, "quality": quality_parts,
+    "kills": kills_parts,
 }
-REWARDS: dict[str, RewardFn] = {"shaped": shaped, "partial": partial, "binary": binary, "quality": quality}
+REWARDS: dict[str, RewardFn] = {
+    "shaped": shaped, "partial": partial, "binary": binary, "quality": quality, "kills": kills,
+}
 
 
 def make_reward_parts(spec: str | RewardFn = "shaped", *, interface_credit: float = 0.0) -> RewardPartsFn:

@@ -24,7 +24,7 @@ from cvdp_gym.grading.result import (
     Stage,
     infra_result,
 )
-from cvdp_gym.harness.randomness import harness_randomness
+from cvdp_gym.harness.randomness import problem_randomness
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
@@ -66,7 +66,7 @@ def run_stages(
             result = back(runner, problem, files, result)
     except SandboxUnavailable as exc:
         result = infra_result(problem, files, f"the sandbox did not start: {exc}")
-    result.randomised = list(harness_randomness(problem.harness))
+    result.randomised = list(problem_randomness(problem))
     return result
 
 

@@ -1,6 +1,8 @@
 """Harnesses that draw at random, and the seed that makes one run reproducible.
 
-Contract: ``harness_randomness(harness)`` reads a harness's Python files (never runs them)
+Contract: ``problem_randomness(problem)`` says why a problem's verdict can change from run to
+run: its harness's reasons, and the flow's own draw where it declares one (``extra["draws"]``:
+a verification task draws the mutants it scores per run). ``harness_randomness(harness)`` reads a harness's Python files (never runs them)
 and returns why its verdict can change from run to run, one reason a line, or ``()``:
 
 - *parameters*: a file pytest runs (``test_runner*.py``, or one that imports pytest or
@@ -37,6 +39,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness.compose import parse_env_file
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "SEED_VARIABLE",
     "harness_randomness",
     "pinned_cocotb_seed",
+    "problem_randomness",
     "seed_environment",
     "write_seed_module",
 ]
@@ -135,6 +139,12 @@ def seed_environment(seed: int, generation: str | None, environment: Mapping[str
     if pinned_cocotb_seed(environment) is None:
         added[COCOTB_SEED_VARIABLES.get(generation or "cocotb2", "COCOTB_RANDOM_SEED")] = str(seed)
     return added
+
+
+def problem_randomness(problem: Problem) -> tuple[str, ...]:
+    """Why ``problem``'s verdict can change from run to run (``()``: it cannot)."""
+    own = problem.extra.get("draws")
+    return (*harness_randomness(problem.harness), *((str(own),) if own else ()))
 
 
 def harness_randomness(harness: Mapping[str, str]) -> tuple[str, ...]:

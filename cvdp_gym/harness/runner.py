@@ -150,7 +150,7 @@ class HarnessRunner:
         seed = draw_seed() if seed is None else seed
         result = self._run(problem, files, workspace, limits, seed)
         result.toolchain = {**self.versions, **result.toolchain}
-        if result.services and problem.flow is None:  # a benchmark flow draws nothing at random
+        if result.services and (problem.flow is None or _seeded(problem.flow)):  # most flows draw nothing at random
             result.seed = seed
         return result
 
@@ -162,7 +162,7 @@ class HarnessRunner:
         if missing:
             return HarnessResult.failure(problem.id, UNSUPPORTED, missing)
         if problem.flow is not None:
-            return self._run_flow(problem, files, limits)
+            return self._run_flow(problem, files, limits, seed)
         found = rtl_scan(files, problem.context)  # what no design answer needs (reach_in.NEVER)
         if found.findings:
             service = ServiceResult(
@@ -209,14 +209,16 @@ class HarnessRunner:
         missing, or its repository is not found), or None. Cheap: it checks out nothing."""
         return problem.unsupported or self.toolchain.simulator_missing(problem.toolchain) or self.repos.missing(problem)
 
-    def _run_flow(self, problem: Problem, files: Mapping[str, str], limits: Limits | None) -> HarnessResult:
-        """A benchmark problem: its own flow (``harness.flows``) in this runner's sandbox."""
+    def _run_flow(self, problem: Problem, files: Mapping[str, str], limits: Limits | None, seed: int) -> HarnessResult:
+        """A benchmark problem: its own flow (``harness.flows``) in this runner's sandbox; a flow
+        that draws at random (``seeded``, the verification tasks' mutants) gets the run's seed."""
         flow = flow_for(problem.flow or "")
         if flow is None:
             return HarnessResult.failure(problem.id, HARNESS_ERROR, f"no test-bench flow called {problem.flow!r}")
         keep = self.options.keep_dir / problem.id if self.options.keep_dir is not None else None
+        drawn = {"seed": seed} if getattr(flow, "seeded", False) else {}
         try:
-            result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep)
+            result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep, **drawn)
         except (UnsafePathError, OSError) as exc:
             return HarnessResult.failure(problem.id, os_failure_class(exc) if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
         result.toolchain = {**result.toolchain, "simulator": self.toolchain.simulator_version(problem.toolchain)}
@@ -491,3 +493,8 @@ def run_harness(
             return HarnessResult.failure(problem.id, UNSUPPORTED, "the dataset has no reference solution for this problem")
         files = problem.reference
     return _DEFAULT_RUNNER.run(problem, files, workspace=workspace, limits=limits)
+
+
+def _seeded(flow_name: str) -> bool:
+    """Whether the flow called ``flow_name`` draws at random from the run's seed."""
+    return bool(getattr(flow_for(flow_name), "seeded", False))

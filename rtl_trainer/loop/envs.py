@@ -56,7 +56,9 @@ def make_env_factory(
     if "Refine" in config.env:
         extra = {"max_attempts": config.refine_max_attempts, "feedback": config.refine_feedback,
                  "episode_reward": config.refine_episode_reward}
-    if config.quality is not None or config.reward == "quality":
+    if config.task != "design":
+        extra["task"] = config.task
+    if config.quality is not None or config.chosen_reward == "quality":
         extra["quality"] = {"flow": config.quality or "asic", "liberty": config.quality_liberty, "clock_ns": config.quality_clock_ns}
 
     def make() -> gym.Env:
@@ -67,7 +69,7 @@ def make_env_factory(
             ids=config.ids,
             categories=config.categories,
             difficulty=config.difficulty,
-            reward=config.reward,
+            reward=config.chosen_reward,
             timeout_s=config.grade_timeout_s,
             cache=config.grade_cache if cache is None else cache,
             sandbox=config.grade_sandbox,

@@ -11,6 +11,7 @@ the finished samples kept in ``--out`` for ``--resume``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +47,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     """Score answers (a responses file, or a model behind an OpenAI-compatible endpoint: single answers, --agentic or --refine episodes) and report pass@k."""
     import time
 
+    from cvdp_gym.data.verification_tasks import DESIGN, TESTBENCH
     from cvdp_gym.errors import ConfigError
     from cvdp_gym.eval import Evaluator
     from cvdp_gym.eval.agentic import AgenticEvaluator
@@ -61,18 +63,25 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     backing_note = _verdict_note(harness.verdict, data.problems)
     if any(p.scoring == "bleu" for p in data.problems) and not nltk_available():
         raise fail(f"cid006/cid008 problems are selected: {NLTK_HINT}")
-    meta: dict = {"source": f"responses {options.responses}", "dataset": data.source, "reward": options.reward, "verdict": harness.verdict}
+    meta: dict = {"source": f"responses {options.responses}", "dataset": data.source, "reward": options.chosen_reward, "verdict": harness.verdict}
     judge = eval_judge(
         judging.judge_base_url, judging.judge_model, judging.judge_concurrency, endpoint.retries, endpoint.retry_wait,
         options.cache or out / "judge-cache.sqlite",
     )
     if any(p.scoring != "harness" for p in data.problems):
         meta.update(parse_route=_ROUTE_NAMES[judging.parse_route], judge=f"{judging.judge_model} at {judging.judge_base_url}" if judge else "none")
+    seed, task_notes = _task_seed(options, data.problems, meta)
     grader, reward_fn = eval_grader(
         harness.timeout, options.cache, harness.sandbox, harness.toolchain, harness.executor, jobs, harness.repos,
-        judge=judge, route=judging.parse_route, seed=harness.seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.reward)
+        judge=judge, route=judging.parse_route, seed=seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.chosen_reward)
     try:  # everything from here on closes the executor and the judge, however it ends
-        keys, start, notes = _plan(options, data.problems, grader, reward_fn, meta)
+        if options.references and options.problems.task == TESTBENCH:
+            sources = {p.id: p for p in dataclasses.replace(options.problems, task=DESIGN).load(dataset)}
+            keys, start, notes = reference_plan(data.problems, sources, seed or 0)
+            meta["source"] = "the benchmarks' own test benches (golden)"
+        else:
+            keys, start, notes = _plan(options, data.problems, grader, reward_fn, meta)
+        notes = [*task_notes, *notes]
         heavy = repos_note(data.problems, grader.runner)
         notes = [*notes, *(n for n in (heavy, backing_note) if n)]
         for note in notes:
@@ -97,6 +106,21 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     _report(rows, options.k, meta, out, judging.not_judged_as_zero)
     html = _html_report(out)
     console.print(f"results in {results_path}; report in {out / 'report.md'}" + (f" and {html}" if html else ""))
+
+
+def _task_seed(options: EvalOptions, problems: list, meta: dict) -> tuple[int | None, list[str]]:
+    """The harness seed: a verification task draws its seeded bugs with it, so every answer (and
+    the golden row) is scored on the same ones: ``--seed``, else 0."""
+    from cvdp_gym.data.verification_tasks import ASSERTION, DESIGN
+    seed = options.harness.seed
+    if options.problems.task == DESIGN:
+        return seed, []
+    meta["task"] = options.problems.task
+    if options.problems.task == ASSERTION and options.references:
+        raise fail("--references with --task assertion: the benchmarks have no golden assertions to score")
+    if seed is not None:
+        return seed, []
+    return 0, [f"--task {options.problems.task}: every answer is scored on the bugs drawn with seed 0 (--seed draws others)"]
 
 
 def _quality_stage(options: EvalOptions, grader: Grader, out: Path, meta: dict) -> QualityStage | None:

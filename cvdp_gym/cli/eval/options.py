@@ -38,7 +38,7 @@ class EvalOptions:
     sampling: SamplingOptions = field(default_factory=SamplingOptions)
     episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
     problems: ProblemOptions = field(default_factory=ProblemOptions)
-    reward: Annotated[str, typer.Option(help="Reward in results and report: shaped, partial, binary or quality (the shaping plus the design-quality score of a passing answer; turns --quality asic on).")] = "shaped"
+    reward: Annotated[str | None, typer.Option(help="Reward in results and report: shaped (the default), partial, binary, quality (the shaping plus the design-quality score of a passing answer; turns --quality asic on) or kills (the fraction of seeded bugs caught: the default with --task testbench or assertion).")] = None
     k: Annotated[list[int] | None, typer.Option("-k", help="k values for pass@k (default: 1, 2, 5, 10, ... up to n, and n).")] = None
     cache: Annotated[Path | None, typer.Option(help="SQLite grade cache (default: none; judge calls are always cached, here or in --out).")] = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
@@ -76,8 +76,8 @@ class EvalOptions:
             raise ConfigError(str(exc)) from None
         if base_url is not None and not self.endpoint.model:
             raise ConfigError("--base-url needs --model")
-        if self.reward not in REWARDS:
-            raise ConfigError(f"unknown reward {self.reward!r}; expected one of {', '.join(sorted(REWARDS))}")
+        if self.chosen_reward not in REWARDS:
+            raise ConfigError(f"unknown reward {self.chosen_reward!r}; expected one of {', '.join(sorted(REWARDS))}")
         if self.sampling.samples < 1 or self.harness.seeds < 1 or any(v < 1 for v in self.k or []):
             raise ConfigError("-n, -k and --seeds must be at least 1")
         if self.judge.parse_route not in ROUTES:
@@ -90,7 +90,12 @@ class EvalOptions:
 
     def quality_settings(self) -> QualitySettings | None:
         """The quality stage's settings (None: off); ``--reward quality`` turns the ASIC flow on."""
-        return self.quality.settings(self.reward)
+        return self.quality.settings(self.chosen_reward)
+
+    @property
+    def chosen_reward(self) -> str:
+        """``--reward``, else ``kills`` for a verification task and ``shaped`` for the rest."""
+        return self.reward or ("shaped" if self.problems.task == "design" else "kills")
 
     @property
     def plays_episodes(self) -> bool:

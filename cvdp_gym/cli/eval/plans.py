@@ -78,9 +78,17 @@ def file_plan(path: Path, problems: list[Problem]) -> Plan:
     return [(a.id, a.sample) for a in answers], lambda ev: eval_responses(ev, by_id, answers), notes
 
 
-def reference_plan(problems: list[Problem]) -> Plan:
-    """Each problem's reference solution graded as its answer (``eval --references``)."""
+def reference_plan(problems: list[Problem], sources: dict[str, Problem] | None = None, seed: int = 0) -> Plan:
+    """Each problem's reference solution graded as its answer (``eval --references``); for the
+    test-bench task (``sources``: the problems as their benchmarks pose them), each benchmark's
+    own test bench scored on the same seeded bugs (``eval.golden_benches``)."""
     from cvdp_gym.eval.run import eval_references
+
+    if sources is not None:
+        from cvdp_gym.eval.golden_benches import eval_golden
+
+        notes = ["the baseline row: each benchmark's own test bench (its flow) scored on the same seeded bugs"]
+        return [(p.id, 0) for p in problems], lambda ev: eval_golden(ev, problems, sources, seed), notes
 
     missing = [p.id for p in problems if not p.reference]
     notes = [f"{len(missing)} selected problem(s) have no reference solution (counted failed, no_reference)"] if missing else []

@@ -12,6 +12,7 @@ from cvdp_gym.cli._options import (
     DifficultyOpt,
     IdsOpt,
     LenientOpt,
+    TaskOpt,
     load_problems,
 )
 
@@ -21,14 +22,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ProblemOptions:
-    """``--benchmark-dir``, ``--id``, ``--category``, ``--difficulty``, ``--lenient``."""
+    """``--benchmark-dir``, ``--id``, ``--category``, ``--difficulty``, ``--lenient``, ``--task``."""
 
     benchmark_dir: BenchmarkDirOpt = None
     ids: IdsOpt = None
     category: CategoryOpt = None
     difficulty: DifficultyOpt = None
     lenient: LenientOpt = False
+    task: TaskOpt = "design"
 
     def load(self, dataset: str) -> Dataset:
         """The selected problems of ``dataset``; one that cannot be read is a one-line error."""
-        return load_problems(dataset, self.ids, self.category, self.difficulty, self.lenient, benchmark_dir=self.benchmark_dir)
+        return load_problems(
+            dataset, self.ids, self.category, self.difficulty, self.lenient, benchmark_dir=self.benchmark_dir, task=self.task,
+        )

@@ -8,7 +8,10 @@ problem with a ``Problem.flow`` to ``flow_for(problem.flow)``; CVDP's cocotb har
 their own path. The benchmarks' flows are their plug-ins' ``flow`` parts
 (``cvdp_gym/benchmarks/<name>/flow.py``, :mod:`cvdp_gym.plugins`), read on first use; the
 ``reference`` flow (:mod:`.reference`) is shared: it judges an answer by equivalence with
-the problem's reference design (training sets, issue 29).
+the problem's reference design (training sets, issue 29); the verification tasks' flows
+(:mod:`.testbench_task`, :mod:`.assertion_task`) grade a test bench or assertions written for
+a problem's reference. A flow that draws at random says ``seeded = True`` and is given the
+run's seed (``run(..., seed=)``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Protocol
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.harness.flows.reference import ReferenceFlow
+from cvdp_gym.harness.flows.testbench_task import TestbenchTaskFlow
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.plugins import PluginTable
 from cvdp_gym.sandbox.base import Limits, Sandbox
@@ -38,7 +42,10 @@ class Flow(Protocol):
 
 #: Every flow, by the grader name problems give (``Problem.grader``): the shared ``reference``
 #: flow, then the plug-ins'.
-FLOWS: PluginTable[Flow] = PluginTable("flow", "FLOWS", extra=lambda: {ReferenceFlow.name: ReferenceFlow()})
+FLOWS: PluginTable[Flow] = PluginTable(
+    "flow", "FLOWS",
+    extra=lambda: {ReferenceFlow.name: ReferenceFlow(), TestbenchTaskFlow.name: TestbenchTaskFlow()},
+)
 
 
 def flow_for(name: str) -> Flow | None:

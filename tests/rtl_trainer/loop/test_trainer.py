@@ -273,3 +273,18 @@ def test_sft_on_known_wrong_candidates_builds_the_weak_students_data(tmp_path):
         supervised_examples(replace(config, sft_source="candidate:nope"), renderer)
     with pytest.raises(ValueError, match="sft_source must be"):
         supervised_examples(replace(config, sft_source="teacher"), renderer)
+
+
+@pytest.mark.parametrize(("env_id", "suffix"), [("RTL-Testbench-v0", ".testbench"), ("RTL-Assertion-v0", ".assertion")])
+def test_an_rl_step_runs_on_each_verification_task(tiny, tmp_path, env_id, suffix):
+    """The verification environments train like the others: the run's problems are the
+    training set's designs posed as the task, rewarded by ``kills`` (in [0, 1])."""
+    run = tmp_path / env_id
+    config = base_config(run, mode="rl", student=str(tiny), steps=1, env=env_id, dataset=str(TRAINING_SET), ids=["reference-set.step_counter", "reference-set.maj3"])
+    config.validate()
+    assert config.chosen_reward == "kills"
+    Trainer(config, service(tiny, run)).run()
+    rollouts = [json.loads(line) for line in (run / "rollouts" / "step_00000.jsonl").read_text().splitlines()]
+    assert len(rollouts) == 4 and all(r["problem_id"].endswith(suffix) for r in rollouts)
+    assert all(0.0 <= r["reward"] <= 1.0 for r in rollouts)
+    assert [r["step"] for r in RunLog(run).metrics()] == [0]
