@@ -86,7 +86,15 @@ def runs(sandbox):
         "always @* assume(!en);\n  assert property (@(posedge clk) disable iff (rst) q == 4'd0);\n",
         clock="clk", reset=("rst", True),
     )
-    return {"counter": counter, "adder": adder, "broken": broken, "broken_helper": broken_helper, "cheat": cheat}
+    misspelt = check_properties(
+        sandbox, {"reference": COUNTER}, "counter", "assert property (@(posedge clk) en |=> qq == 4'd1);\n",
+        clock="clk", reset=("rst", True),
+    )
+    drives = check_properties(
+        sandbox, {"reference": COUNTER}, "counter", "assign q = 4'd0;\n  assert property (@(posedge clk) q == 4'd0);\n",
+        clock="clk", reset=("rst", True),
+    )
+    return {"misspelt": misspelt, "drives": drives, "counter": counter, "adder": adder, "broken": broken, "broken_helper": broken_helper, "cheat": cheat}
 
 
 def verdicts(report, design: str) -> dict[str, str]:
@@ -158,6 +166,13 @@ def test_an_answer_that_does_not_build_is_an_error_with_yosys_line(runs):
         assert where in report.error, report.error
         assert all(r.verdict == "error" for r in report.verdicts["reference"].values())
         assert not report.holds_on_reference
+
+
+@pytest.mark.sandbox
+def test_an_undeclared_name_or_a_driven_design_signal_is_a_build_error(runs):
+    assert "implicitly declared" in runs["misspelt"].error
+    assert "continuous assignment" in runs["drives"].error and "answer line 1" in runs["drives"].error
+    assert not runs["drives"].holds_on_reference
 
 
 @pytest.mark.sandbox
