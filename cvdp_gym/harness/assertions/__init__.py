@@ -1,0 +1,11 @@
+"""Assertion generation: a model's SVA properties checked by open formal (Yosys 0.40).
+
+- ``sva``: the supported SVA subset lowered to immediate assertions (``lower_properties``);
+- ``check``: each property checked on the reference and on mutants in the sandbox
+  (``check_properties``), with vacuity probes on the reference.
+"""
+
+from cvdp_gym.harness.assertions.check import PropertyReport, PropertyResult, check_properties
+from cvdp_gym.harness.assertions.sva import Lowered, Property, lower_properties
+
+__all__ = ["Lowered", "Property", "PropertyReport", "PropertyResult", "check_properties", "lower_properties"]
