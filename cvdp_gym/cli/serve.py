@@ -25,7 +25,7 @@ def serve_command(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     dataset: DatasetOpt = "bundled",
     *,
-    problems: Annotated[ProblemOptions, Group(only=("benchmark_dir",))],
+    problems: Annotated[ProblemOptions, Group(only=("benchmark_dir", "task"))],
     harness: Annotated[HarnessOptions, Group(only=("sandbox", "toolchain", "executor", "timeout", "verdict"))],
     service: ServiceOptions,
     quality: QualityOptions,

@@ -126,6 +126,10 @@ def task_problem(problem: Problem, task: str, *, agentic: bool = False) -> Probl
     for assertions, the design under ``rtl/``), the answer written to ``verif/``."""
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    if is_task_problem(problem):  # already posed (an adapter handing an environment's problems on)
+        if problem.extra.get("task") != task:
+            raise ConfigError(f"{problem.id} is already posed as the {problem.extra.get('task')} task, not {task}")
+        return problem
     if task == DESIGN:
         return problem if problem.agentic == agentic else None
     design = design_under_test(problem)

@@ -221,6 +221,15 @@ class HarnessResult:
     def failure(cls, problem_id: str, failure_class: str, reason: str) -> HarnessResult:
         return cls(problem_id, False, failure_class, reason)
 
+    @classmethod
+    def of_one_check(
+        cls, problem_id: str, name: str, passed: bool, failure_class: str | None, reason: str, *,
+        tests: TestCounts, official: dict[str, Any], wall_s: float,
+    ) -> HarnessResult:
+        """The verdict of a flow that runs one check (``name``: a verification task's bench or properties)."""
+        service = ServiceResult(name, passed, failure_class, reason, None, tests=tests, wall_s=wall_s)
+        return cls(problem_id, passed, failure_class, reason, services=[service], wall_s=wall_s, official=official)
+
 
 def _failed_without_cocotb_failure(service: ServiceResult) -> bool:
     """A service whose tests failed with no failing cocotb test in its results files (a lint

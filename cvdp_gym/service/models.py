@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cvdp_gym.errors import ConfigError
 
-RewardKind = Literal["shaped", "partial", "binary", "quality"]
+RewardKind = Literal["shaped", "partial", "binary", "quality", "kills"]
 #: The verdict options (:mod:`cvdp_gym.grading.backed`).
 VerdictKind = Literal["testbench", "testbench+reference"]
 
@@ -23,7 +23,7 @@ class GradeRequest(BaseModel):
     problem_id: str = Field(min_length=1, max_length=500)
     response: str | None = None
     files: dict[str, str] | None = None
-    reward: RewardKind | None = Field(default=None, description="shaped, partial, binary or quality (a service started with --quality; default: the server's, shaped unless set).")
+    reward: RewardKind | None = Field(default=None, description="shaped, partial, binary, quality (a service started with --quality) or kills (the verification tasks'; default: the server's, shaped unless set).")
     deadline_s: float | None = Field(default=None, gt=0, description="Seconds to grade by (the server's limit caps it); a job still running then is cancelled and scored timeout.")
     seed: int | None = Field(default=None, ge=0, lt=2**32, description="Harness seed of a randomised harness (default: the server's); cocotb's seed is 32 bits.")
     verdict: VerdictKind | None = Field(default=None, description="testbench, or testbench+reference: a pass also needs the answer to be equivalent to the problem's reference (default: the server's).")

@@ -21,12 +21,14 @@ class ServiceOptions:
     deadline: Annotated[float, typer.Option(help="Longest a grade may take, seconds (a request's deadline_s is capped by it); then it is cancelled and scored timeout.")] = 600.0
     shutdown_grace: Annotated[float, typer.Option(help="On SIGTERM/Ctrl-C, seconds the answers being graded have to finish; those still running then are answered 503 and their sandboxes killed.")] = 30.0
     per_client: Annotated[int, typer.Option(help="Grading jobs one client (its X-Client-Id header, else its address) may have in at once; 0: no limit beyond --queue.")] = 0
-    default_reward: Annotated[str, typer.Option(help="The reward of a request that names none (NeMo-Gym's rows never do): shaped, partial, binary or quality (turns --quality asic on).")] = "shaped"
+    default_reward: Annotated[str, typer.Option(help="The reward of a request that names none (NeMo-Gym's rows never do): shaped, partial, binary, quality (turns --quality asic on) or kills (the verification tasks': the fraction of seeded bugs caught).")] = "shaped"
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` for a reward or a bound the service cannot work with."""
-        if self.default_reward not in ("shaped", "partial", "binary", "quality"):
-            raise ConfigError(f"unknown --default-reward {self.default_reward!r}; expected shaped, partial, binary or quality")
+        from cvdp_gym.grading.rewards import REWARDS
+
+        if self.default_reward not in REWARDS:
+            raise ConfigError(f"unknown --default-reward {self.default_reward!r}; expected one of {', '.join(REWARDS)}")
         if self.per_client < 0:
             raise ConfigError("--per-client must be at least 0")
         if self.workers < 1 or self.queue < 0:

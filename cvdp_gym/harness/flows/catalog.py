@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.harness.flows.assertion_task import AssertionTaskFlow
 from cvdp_gym.harness.flows.reference import ReferenceFlow
 from cvdp_gym.harness.flows.testbench_task import TestbenchTaskFlow
 from cvdp_gym.harness.results import HarnessResult
@@ -44,7 +45,10 @@ class Flow(Protocol):
 #: flow, then the plug-ins'.
 FLOWS: PluginTable[Flow] = PluginTable(
     "flow", "FLOWS",
-    extra=lambda: {ReferenceFlow.name: ReferenceFlow(), TestbenchTaskFlow.name: TestbenchTaskFlow()},
+    extra=lambda: {
+        ReferenceFlow.name: ReferenceFlow(), TestbenchTaskFlow.name: TestbenchTaskFlow(),
+        AssertionTaskFlow.name: AssertionTaskFlow(),
+    },
 )
 
 

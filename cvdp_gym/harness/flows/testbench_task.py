@@ -50,7 +50,6 @@ from cvdp_gym.harness.results import (
     TEST_FAILURE,
     UNSUPPORTED,
     HarnessResult,
-    ServiceResult,
     TestCounts,
 )
 from cvdp_gym.harness.task_mutants import MutantDraw, draw_mutants
@@ -178,6 +177,6 @@ def _result(
     problem: Problem, passed: bool, failure_class: str | None, reason: str, tests: TestCounts,
     official: dict[str, Any], start: float,
 ) -> HarnessResult:
-    wall = time.monotonic() - start
-    service = ServiceResult("testbench", passed, failure_class, reason, None, tests=tests, wall_s=wall)
-    return HarnessResult(problem.id, passed, failure_class, reason, services=[service], wall_s=wall, official=official)
+    return HarnessResult.of_one_check(
+        problem.id, "testbench", passed, failure_class, reason, tests=tests, official=official, wall_s=time.monotonic() - start,
+    )

@@ -1,0 +1,106 @@
+"""``RTL-Assertion-v0``: the model writes SVA properties for a design, rewarded by the bugs they catch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cvdp_gym.data.verification_tasks import ASSERTION
+from cvdp_gym.envs.single_shot import SingleShotEnv
+from cvdp_gym.grading.rewards import RewardFn
+
+
+class AssertionEnv(SingleShotEnv):
+    """
+    ## Description
+
+    Assertion generation: each problem of the dataset that has a reference design is posed as
+    "write SystemVerilog assertions that check this design against its specification"
+    (:mod:`cvdp_gym.data.verification_tasks`); the model sees the specification and the
+    design. ``step`` extracts the properties (``properties.sv``: concurrent ``assert
+    property`` statements and the helper declarations they need, placed at the end of the
+    design's top module) and checks them with open formal, Yosys 0.40's SAT solver
+    (:mod:`cvdp_gym.harness.flows.assertion_task`, :mod:`cvdp_gym.harness.assertions`):
+    every supported property must hold on the reference (proved by induction, or no
+    counterexample within ``depth`` cycles after reset) and not be vacuous (its antecedent is
+    reachable); the answer earns the fraction of seeded bugs (mutants shown not equivalent,
+    drawn per run, never shown) on which some property fails.
+
+    Open formal is not a commercial tool: the properties are lowered to immediate assertions
+    Yosys proves, so only a subset of SVA is supported: boolean expressions with ``$past``,
+    ``$rose``, ``$fell``, ``$stable``, ``$onehot``, ``$onehot0``, ``$countones``, fixed delays
+    ``##N``, ``|->`` and ``|=>``, ``disable iff`` (sampled at the clock edges of the
+    property's window, where SVA aborts asynchronously). Delay ranges, repetition, ``throughout``,
+    ``within``, ``intersect``, ``until``, ``s_eventually``, ``first_match``, declared sequences,
+    ``cover``/``assume`` and a second clock are reported unsupported with the reason (such a
+    property earns nothing; it never passes silently). Registers no reset covers start from
+    any value; the reset is asserted in the first cycle only.
+
+    Also as a refinement or agentic episode: ``gymnasium.make("RTL-Refine-v0",
+    task="assertion", reward="kills")``, ``gymnasium.make("RTL-Agentic-v0", task="assertion",
+    reward="kills")`` (the design in ``rtl/``, the properties written to
+    ``verif/properties.sv``).
+
+    ```python
+    import gymnasium as gym
+    import cvdp_gym  # registers the environments
+
+    env = gym.make("RTL-Assertion-v0", dataset="rtllm-v2")
+    prompt, info = env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(
+        "```systemverilog\\nassert property (@(posedge clk) disable iff (!rst_n) en |=> count == $past(count) + 1);\\n```"
+    )
+    info["official"]["kill_rate"], info["official"]["properties"]
+    ```
+
+    ## Action Space
+
+    The model's answer, a ``str``: the properties in a fenced code block.
+
+    ## Observation Space
+
+    ``reset``: the task prompt (the specification, the design, the supported subset);
+    ``step``: ``""``.
+
+    ## Rewards
+
+    ``kills`` by default (:mod:`cvdp_gym.grading.rewards`): the fraction of the drawn bugs the
+    properties catch, in [0, 1]; 0.0 when they do not build with the design, one fails on
+    the reference, all are vacuous or unsupported.
+
+    ## Starting State
+
+    As :class:`~cvdp_gym.envs.single_shot.SingleShotEnv`; the problem ids end in ``.assertion``.
+
+    ## Episode End
+
+    One step, as :class:`~cvdp_gym.envs.single_shot.SingleShotEnv`.
+
+    ## Arguments
+
+    Those of :class:`~cvdp_gym.envs.base.CVDPEnvBase`, with ``task='assertion'`` and
+    ``reward='kills'``; ``harness_seed`` fixes which bugs are drawn.
+
+    ## Info
+
+    The keys of :class:`~cvdp_gym.envs.single_shot.SingleShotEnv`. ``passed``: the properties
+    hold on the reference and catch every drawn bug. ``tests``: one per drawn bug.
+    ``official``:
+
+    | Key | Type | Description |
+    |-----|------|-------------|
+    | `task` | **str** | `assertion`. |
+    | `kill_rate` | **float** | Bugs caught / bugs drawn (0.0 after a false alarm). |
+    | `killed` | **int** | Bugs caught. |
+    | `mutants` | **list[dict]** | Per drawn bug: `kind`, `killed`. |
+    | `properties` | **list[dict]** | Per property: `label`, `supported`, `reason` (why not), `reference` (`proved`, `bounded`, `fails`, `error`, `undecided`), `vacuous`. |
+    | `reference` | **dict** | `passed` (the properties hold meaningfully on the reference), `why`. |
+    | `clock`, `reset` | **str or None** | The clock the properties are sampled on and the reset asserted in the first cycle. |
+    | `draw` | **dict** | As in `RTL-Testbench-v0`. |
+
+    ## Version History
+
+    * v0: Initial version release (issue 38).
+    """
+
+    def __init__(self, dataset: Any = None, *, reward: str | RewardFn = "kills", task: str = ASSERTION, **kwargs: Any) -> None:
+        super().__init__(dataset, reward=reward, task=task, **kwargs)
