@@ -51,6 +51,7 @@ _ENTRY_POINTS = {
 #: Public name -> the module that defines it (imported on first access).
 _LAZY = {
     "AgenticEnv": "cvdp_gym.envs.agentic",
+    "AssertionEnv": "cvdp_gym.envs.assertion",
     "CvdpGymError": "cvdp_gym.errors",
     "Dataset": "cvdp_gym.data",
     "GradeResult": "cvdp_gym.grading.result",
@@ -58,6 +59,7 @@ _LAZY = {
     "Problem": "cvdp_gym.data",
     "RefineEnv": "cvdp_gym.envs.refine",
     "SingleShotEnv": "cvdp_gym.envs.single_shot",
+    "TestbenchEnv": "cvdp_gym.envs.testbench",
     "extract_files": "cvdp_gym.parsers",
     "load_dataset": "cvdp_gym.data",
     "make_reward": "cvdp_gym.grading.rewards",
@@ -68,6 +70,7 @@ _LAZY = {
 __all__ = [
     "ENV_IDS",
     "AgenticEnv",
+    "AssertionEnv",
     "CvdpGymError",
     "Dataset",
     "GradeResult",
@@ -75,6 +78,7 @@ __all__ = [
     "Problem",
     "RefineEnv",
     "SingleShotEnv",
+    "TestbenchEnv",
     "__version__",
     "extract_files",
     "load_dataset",
@@ -104,8 +108,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from cvdp_gym.data import Dataset, Problem, load_dataset
     from cvdp_gym.envs.agentic import AgenticEnv
+    from cvdp_gym.envs.assertion import AssertionEnv
     from cvdp_gym.envs.refine import RefineEnv
     from cvdp_gym.envs.single_shot import SingleShotEnv
+    from cvdp_gym.envs.testbench import TestbenchEnv
     from cvdp_gym.errors import CvdpGymError
     from cvdp_gym.grading.grader import Grader
     from cvdp_gym.grading.result import GradeResult

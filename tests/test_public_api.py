@@ -22,8 +22,8 @@ import rtl_trainer
 #: ``__all__`` of each package (and of the modules that are a package's public face).
 PINNED_ALL = {
     "cvdp_gym": [
-        "AgenticEnv", "CvdpGymError", "Dataset", "ENV_IDS", "GradeResult", "Grader", "Problem",
-        "RefineEnv", "SingleShotEnv", "__version__", "extract_files", "load_dataset", "make_reward",
+        "AgenticEnv", "AssertionEnv", "CvdpGymError", "Dataset", "ENV_IDS", "GradeResult", "Grader", "Problem",
+        "RefineEnv", "SingleShotEnv", "TestbenchEnv", "__version__", "extract_files", "load_dataset", "make_reward",
         "parse_tool_calls", "run_harness",
     ],
     "cvdp_gym.cli": ["app"],
@@ -178,7 +178,10 @@ def test_every_all_resolves():
 def test_environment_ids_are_registered():
     assert cvdp_gym.ENV_IDS == (
         "CVDP-SingleShot-v0", "CVDP-Agentic-v0", "CVDP-Refine-v0", "RTL-SingleShot-v0", "RTL-Agentic-v0", "RTL-Refine-v0",
+        "RTL-Testbench-v0", "RTL-Assertion-v0",
     )
+    assert gym.spec("RTL-Testbench-v0").entry_point == "cvdp_gym.envs.testbench:TestbenchEnv"
+    assert gym.spec("RTL-Assertion-v0").entry_point == "cvdp_gym.envs.assertion:AssertionEnv"
     for name in ("SingleShot", "Agentic", "Refine"):  # the neutral names are the same classes
         assert gym.spec(f"RTL-{name}-v0").entry_point == gym.spec(f"CVDP-{name}-v0").entry_point
     for env_id in cvdp_gym.ENV_IDS:

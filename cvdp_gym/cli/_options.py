@@ -157,7 +157,7 @@ def load_problems(
     for skipped in data.skipped:
         console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")
     if task != DESIGN:
-        posed = task_problems(data.problems, task)
+        posed = task_problems(data.problems, task, coverage=True)
         if not posed:
             raise fail(f"no problem of {dataset} has a reference design, so none can be posed as --task {task}")
         data = dataclasses.replace(data, problems=posed)

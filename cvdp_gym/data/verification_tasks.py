@@ -119,9 +119,11 @@ def specification(problem: Problem) -> str:
     return (bench.specification(problem) if bench is not None else problem.prompt).strip()
 
 
-def task_problem(problem: Problem, task: str, *, agentic: bool = False) -> Problem | None:
+def task_problem(problem: Problem, task: str, *, agentic: bool = False, coverage: bool = False) -> Problem | None:
     """``problem`` posed as ``task`` (``design`` returns it as it is), or None with no reference.
 
+    ``coverage``: a test bench's grade also measures its line and toggle coverage of the
+    reference (Verilator; about 4.5 s an answer, so off by default, on for ``eval``).
     ``agentic``: as an agentic episode, the specification in ``docs/specification.md`` (and,
     for assertions, the design under ``rtl/``), the answer written to ``verif/``."""
     if task not in TASKS:
@@ -159,13 +161,14 @@ def task_problem(problem: Problem, task: str, *, agentic: bool = False) -> Probl
         repo=None,
         grader=flow,
         task=f"{problem.task}:{task}" if problem.task else task,
-        extra={"task": task, "design": design.as_dict(), "draws": _DRAWS},
+        extra={"task": task, "design": design.as_dict(), "draws": _DRAWS}
+        | ({"testbench": {"coverage": True}} if coverage and task == TESTBENCH else {}),
     )
 
 
-def task_problems(problems: Iterable[Problem], task: str, *, agentic: bool = False) -> list[Problem]:
+def task_problems(problems: Iterable[Problem], task: str, *, agentic: bool = False, coverage: bool = False) -> list[Problem]:
     """Every problem of ``problems`` that can be posed as ``task`` (those with a reference design)."""
-    posed = (task_problem(p, task, agentic=agentic) for p in problems)
+    posed = (task_problem(p, task, agentic=agentic, coverage=coverage) for p in problems)
     return [p for p in posed if p is not None]
 
 

@@ -40,18 +40,6 @@ class AssertionEnv(SingleShotEnv):
     reward="kills")`` (the design in ``rtl/``, the properties written to
     ``verif/properties.sv``).
 
-    ```python
-    import gymnasium as gym
-    import cvdp_gym  # registers the environments
-
-    env = gym.make("RTL-Assertion-v0", dataset="rtllm-v2")
-    prompt, info = env.reset(seed=0)
-    _, reward, terminated, truncated, info = env.step(
-        "```systemverilog\\nassert property (@(posedge clk) disable iff (!rst_n) en |=> count == $past(count) + 1);\\n```"
-    )
-    info["official"]["kill_rate"], info["official"]["properties"]
-    ```
-
     ## Action Space
 
     The model's answer, a ``str``: the properties in a fenced code block.
@@ -73,12 +61,11 @@ class AssertionEnv(SingleShotEnv):
 
     ## Episode End
 
-    One step, as :class:`~cvdp_gym.envs.single_shot.SingleShotEnv`.
+    The episode ends if any one of the following occurs:
 
-    ## Arguments
+    1. Termination: an answer was given (one step, whatever the grade).
 
-    Those of :class:`~cvdp_gym.envs.base.CVDPEnvBase`, with ``task='assertion'`` and
-    ``reward='kills'``; ``harness_seed`` fixes which bugs are drawn.
+    It is never truncated.
 
     ## Info
 
@@ -96,6 +83,31 @@ class AssertionEnv(SingleShotEnv):
     | `reference` | **dict** | `passed` (the properties hold meaningfully on the reference), `why`. |
     | `clock`, `reset` | **str or None** | The clock the properties are sampled on and the reset asserted in the first cycle. |
     | `draw` | **dict** | As in `RTL-Testbench-v0`. |
+
+    ## Arguments
+
+    ```python
+    >>> import gymnasium as gym
+    >>> import cvdp_gym  # registers the environments
+    >>> env = gym.make("RTL-Assertion-v0", cache=False)
+    >>> observation, info = env.reset(seed=0)
+    >>> info["problem"]["id"].endswith(".assertion"), info["problem"]["targets"]
+    (True, ['properties.sv'])
+    >>> observation, reward, terminated, truncated, info = env.step("I would test every state.")
+    >>> reward, terminated, info["failure_class"]
+    (0.0, True, 'format_error')
+    >>> env.close()
+
+    ```
+
+    The arguments of :class:`~cvdp_gym.envs.base.CVDPEnvBase`, with ``task='assertion'`` and
+    ``reward='kills'`` (the fraction of the drawn bugs caught) as defaults; ``harness_seed`` fixes
+    which bugs are drawn (and makes the verdict cacheable).
+
+    ## Vectorized environment
+
+    As :class:`~cvdp_gym.envs.single_shot.SingleShotEnv`: grading blocks ``step``, so run
+    environments side by side in processes (``gym.make_vec(..., vectorization_mode="async")``).
 
     ## Version History
 

@@ -22,6 +22,11 @@ only the formal stage found a difference, the counterexample's inputs step by st
 is what the specification already implies, never the reference's code (only port names and
 values are shown). ``tests`` adds the mismatch count of each output.
 
+A verification task's answer (a test bench, assertions: :mod:`cvdp_gym.data.verification_tasks`)
+is told its flow's one-line verdict in every mode: a false alarm on the reference with the line
+that raised it, how many of the seeded bugs it caught (never which, nor their code), a build
+error with the tool's message, or what a bench may not do.
+
 Every part is bounded; the whole text is at most ``max_chars`` characters.
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import re
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.verification_tasks import is_task_problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.interface import check_interface
 from cvdp_gym.grading.result import FORMAT_ERROR, INTERFACE_ERROR, NOT_EQUIVALENT, GradeResult
@@ -62,6 +68,8 @@ def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEE
     if mode not in FEEDBACK_MODES:
         raise ConfigError(f"unknown feedback mode {mode!r}; expected one of {FEEDBACK_MODES}")
     level = FEEDBACK_MODES.index(mode)
+    if is_task_problem(problem):
+        return _bounded("\n".join([_task_verdict(result, problem), _TASK_REQUEST[problem.extra.get("task", "")]]), max_chars)
     against_reference = problem.flow == REFERENCE_FLOW
     lines = [_verdict(result, against_reference)]
     if result.failure_class == BUILD_ERROR:
@@ -81,11 +89,30 @@ def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEE
         elif level >= 2:
             lines += test_lines(result)
     lines.append(_REQUEST)
-    text = "\n".join(lines)
+    return _bounded("\n".join(lines), max_chars)
+
+
+def _bounded(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 20].rstrip() + "\n[... truncated]"
 
 
 _REQUEST = "Fix the design and answer again with the complete corrected file(s)."
+_TASK_REQUEST = {
+    "testbench": "Improve the test bench and answer again with the complete file.",
+    "assertion": "Improve the assertions and answer again with all of them.",
+}
+
+
+def _task_verdict(result: GradeResult, problem: Problem) -> str:
+    """A verification task's verdict: the flow's reason, written for the model (no bug's code)."""
+    what = "test bench" if problem.extra.get("task") == "testbench" else "set of assertions"
+    if result.passed:
+        return f"Your {what} holds on a correct design and catches every seeded bug."
+    if result.failure_class == FORMAT_ERROR:
+        return f"No code could be taken from the answer: {result.reason}. Put it in a fenced code block."
+    if result.failure_class == BUILD_ERROR:
+        return f"Your {what} does not build with the design: {result.reason[:600]}"
+    return f"{result.reason[:600]}."
 
 
 def _verdict(result: GradeResult, against_reference: bool = False) -> str:

@@ -32,7 +32,7 @@ from cvdp_gym.harness.flows.reference import ReferenceFlow
 from cvdp_gym.harness.results import PASSED, TEST_FAILURE
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
-__all__ = ["POOL_SIZE", "MutantDraw", "TaskMutant", "draw_mutants", "mutant_pool"]
+__all__ = ["POOL_SIZE", "MutantDraw", "TaskMutant", "draw_mutants", "forget_verdicts", "mutant_pool"]
 
 #: Candidates per problem: every behaviour kind, drawn with ``_POOL_SEEDS``, at most this many.
 POOL_SIZE = 16
@@ -107,18 +107,21 @@ def draw_mutants(
         return MutantDraw(why="no mutant of the reference applies (no operator, constant or condition to change)")
     random.Random(f"{seed}:{design.source_id}").shuffle(pool)
     draw = MutantDraw()
+    undecided_why = ""
     for mutant in pool:
         if len(draw.mutants) >= count:
             break
-        verdict, _ = equivalence_verdict(design, mutant, sandbox, limits)
+        verdict, why = equivalence_verdict(design, mutant, sandbox, limits)
         if verdict == DIFFERENT:
             draw.mutants.append(mutant)
         elif verdict == EQUIVALENT:
             draw.equivalent += 1
         else:
             draw.undecided += 1
+            undecided_why = undecided_why or why
     if not draw.mutants:
-        draw.why = f"no mutant of the reference was shown to differ from it ({draw.equivalent} equivalent, {draw.undecided} undecided)"
+        example = f"; e.g. {undecided_why[:200]}" if undecided_why else ""
+        draw.why = f"no mutant of the reference was shown to differ from it ({draw.equivalent} equivalent, {draw.undecided} undecided{example})"
     return draw
 
 
@@ -142,3 +145,9 @@ def equivalence_verdict(design: DesignUnderTest, mutant: TaskMutant, sandbox: Sa
         with _LOCK:
             _VERDICTS[key] = verdict
     return verdict
+
+
+def forget_verdicts() -> None:
+    """Drop every equivalence verdict this process knows (``scripts/bench_verification.py``'s cold runs)."""
+    with _LOCK:
+        _VERDICTS.clear()

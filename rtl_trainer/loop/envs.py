@@ -76,6 +76,7 @@ def make_env_factory(
             toolchain=config.grade_toolchain,
             executor=executor,
             verdict=config.grade_verdict,
+            harness_seed=config.grade_seed,
             **extra,
         )
 

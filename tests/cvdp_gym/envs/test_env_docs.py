@@ -14,11 +14,16 @@ import pytest
 
 import cvdp_gym  # noqa: F401  (registers the environments)
 from cvdp_gym.envs.agentic import AgenticEnv
+from cvdp_gym.envs.assertion import AssertionEnv
 from cvdp_gym.envs.base import CVDPEnvBase
 from cvdp_gym.envs.refine import RefineEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
+from cvdp_gym.envs.testbench import TestbenchEnv
 
-ENVS = {"CVDP-SingleShot-v0": SingleShotEnv, "CVDP-Refine-v0": RefineEnv, "CVDP-Agentic-v0": AgenticEnv}
+ENVS = {
+    "CVDP-SingleShot-v0": SingleShotEnv, "CVDP-Refine-v0": RefineEnv, "CVDP-Agentic-v0": AgenticEnv,
+    "RTL-Testbench-v0": TestbenchEnv, "RTL-Assertion-v0": AssertionEnv,
+}
 #: Gymnasium's env-page headings (cartpole.py), with the ``info`` contract under its own.
 ENV_HEADINGS = [
     "Description",

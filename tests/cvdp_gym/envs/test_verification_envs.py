@@ -116,3 +116,20 @@ def test_an_adapter_takes_the_verification_environment_like_the_others(toolchain
     observation = env.step(CVDPAction(text=fenced(THOROUGH_BENCH)))
     env.close()
     assert observation.reward == 1.0 and observation.info["official"]["kill_rate"] == 1.0
+
+
+def test_an_agentic_episode_writes_its_bench_in_the_workspace(toolchain):
+    import json
+
+    env = gymnasium.make(
+        "RTL-Agentic-v0", dataset=Dataset([counter_problem()]), task="testbench", reward="kills", cache=False, harness_seed=3,
+    )
+    _, info = env.reset(options={"problem_id": BENCH_ID})
+    problem = env.unwrapped.problem
+    assert problem.agentic and problem.targets == ("verif/tb.sv",)
+    assert set(problem.context) == {"docs/specification.md"}  # the specification, never the design
+    call = {"name": "execute_bash", "arguments": {"command": f"mkdir -p verif && cat > verif/tb.sv <<'EOF'\n{THOROUGH_BENCH}EOF"}}
+    env.step("<tool_call>\n" + json.dumps(call) + "\n</tool_call>")
+    _, reward, terminated, _, info = env.step("Done.")
+    env.close()
+    assert terminated and reward == 1.0 and info["graded_files"] == ["verif/tb.sv"]
