@@ -47,7 +47,7 @@ def check_command(
     *,
     candidates: Annotated[Path | None, typer.Option(help="JSONL of extra candidates: {id, name, files, expected}.")] = None,
     with_bundled_candidates: Annotated[bool, typer.Option("--bundled-candidates/--no-bundled-candidates", help="For the bundled set, also run its known-wrong candidates.")] = True,
-    problems: ProblemOptions,
+    problems: Annotated[ProblemOptions, Group(only=("benchmark_dir", "ids", "category", "difficulty", "lenient"))],
     harness: Annotated[HarnessOptions, Group(only=("sandbox", "toolchain", "timeout", "executor", "jobs", "repos", "seed", "seeds"), jobs=1, seeds=3)],
     out: Annotated[Path, typer.Option(help="Results JSONL, written as runs finish.")] = Path("runs/check.jsonl"),
     resume: ResumeOpt = False,

@@ -124,15 +124,15 @@ class TestbenchTaskFlow:
         }
         if not reference.built:
             return _result(problem, False, BUILD_ERROR, f"the test bench does not compile with the design: {reference.why}", TestCounts(), official, start)
+        if not reference.passed:
+            counts = TestCounts(len(draw.mutants), 0, len(draw.mutants))
+            official.update(kill_rate=0.0, killed=0)
+            why = f"the test bench fails the reference design (a false alarm): {reference.why}"
+            return _result(problem, False, TEST_FAILURE, why, counts, official, start)
         scored = [(m, r) for m, r in zip(draw.mutants, mutants, strict=True) if r.built]
         killed = sum(not r.passed for _, r in scored)
         official["mutants"] = [{"kind": m.kind, "killed": not r.passed, "why": r.why} for m, r in scored]
         official["unscored"] = len(mutants) - len(scored)
-        if not reference.passed:
-            counts = TestCounts(len(scored), 0, len(scored))
-            official.update(kill_rate=0.0, killed=0)
-            why = f"the test bench fails the reference design (a false alarm): {reference.why}"
-            return _result(problem, False, TEST_FAILURE, why, counts, official, start)
         official.update(kill_rate=killed / len(scored) if scored else 0.0, killed=killed)
         if settings["coverage"]:
             official["coverage"] = _coverage(sandbox, bench, design, limits)
@@ -152,11 +152,13 @@ def _run_designs(
     texts = [design.text, *(m.text for m in draw.mutants)]
     files = {BENCH_FILE: bench} | {f"d{i}/{DESIGN_FILE}": text for i, text in enumerate(texts)}
     folders = " ".join(f"d{i}" for i in range(len(texts)))
+    # The reference first; a bench that does not build or finish there is not run on the bugs.
     script = (
         f"for d in {folders}; do ( cd $d; "
         f"iverilog -g2012 -o sim ../{BENCH_FILE} {DESIGN_FILE} > compile.log 2>&1; echo $? > compile.rc; "
         f"if [ -f sim ]; then timeout -s KILL {sim_s:g} vvp -n sim > sim.log 2>&1; echo $? > sim.rc; fi; "
-        f"find . -mindepth 1 ! -name '*.log' ! -name '*.rc' ! -name '{DESIGN_FILE}' -delete ); done"
+        f"find . -mindepth 1 ! -name '*.log' ! -name '*.rc' ! -name '{DESIGN_FILE}' -delete ); "
+        f"[ \"$(cat d0/sim.rc 2>/dev/null)\" = 0 ] || break; done"
     )
     logs = [f"d{i}/{name}" for i in range(len(texts)) for name in ("compile.rc", "compile.log", "sim.rc", "sim.log")]
     wall = min(limits.wall_s, len(texts) * (sim_s + 15.0))

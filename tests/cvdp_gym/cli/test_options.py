@@ -87,7 +87,7 @@ def test_eval_plays_episodes_with_an_agent_without_agentic():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (ServiceOptions(default_reward="sparse"), "unknown --default-reward 'sparse'; expected shaped, partial, binary or quality"),
+        (ServiceOptions(default_reward="sparse"), "unknown --default-reward 'sparse'; expected one of shaped, partial, binary, quality, kills"),
         (ServiceOptions(per_client=-1), "--per-client must be at least 0"),
         (ServiceOptions(workers=0), "--workers must be at least 1 and --queue at least 0"),
         (ServiceOptions(queue=-1), "--workers must be at least 1 and --queue at least 0"),

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.sandbox
 BENCHES = {
     "thorough": THOROUGH_BENCH, "weak": WEAK_BENCH, "false alarm": FALSE_ALARM_BENCH, "silent": SILENT_BENCH,
     "peeking": PEEKING_BENCH, "self-defined": SELF_DEFINED_BENCH, "broken": "module tb; initial begin x = ; end endmodule\n",
+    "endless": SILENT_BENCH.replace("$finish;", ""),
 }
 
 
@@ -40,7 +41,7 @@ BENCHES = {
 def task():
     posed = task_problem(counter_problem(), TESTBENCH)
     assert posed is not None
-    posed.extra["testbench"] = {"coverage": False}
+    posed.extra["testbench"] = {"coverage": False, "sim_s": 3}
     return posed
 
 
@@ -85,6 +86,12 @@ def test_benches_that_reach_into_the_design_never_run(verdicts):
         assert result.failure_class == REACH_IN and result.tests.total == 0, name
     assert "`dut.`: a hierarchical name into the design" in verdicts["peeking"].reason
     assert "defines module `counter`" in verdicts["self-defined"].reason
+
+
+def test_a_bench_that_never_finishes_is_a_false_alarm_run_on_the_reference_only(verdicts):
+    result = verdicts["endless"]
+    assert result.failure_class == TEST_FAILURE and "did not finish in its time limit" in result.reason
+    assert "mutants" not in result.official  # the bugs were not run
 
 
 def test_a_bench_that_does_not_compile_is_a_build_error(verdicts):

@@ -256,3 +256,30 @@ def test_the_service_grades_a_benchmark_beside_cvdp(runner, tmp_path):
         assert body["tests"] == vars(here.tests) and body["tests"]["total"] > 1  # the test bench's samples
     finally:
         server.stop()
+
+
+def test_the_service_grades_a_verification_task(runner, tmp_path):
+    """``serve --task testbench --default-reward kills``: a bench is graded by the bugs it catches,
+    the same as in process, each seeded draw named by the request's ``seed``."""
+    from cvdp_gym.data import Dataset
+    from cvdp_gym.data.verification_tasks import TESTBENCH, task_problems
+    from tests.cvdp_gym.harness.verification_problems import (
+        THOROUGH_BENCH,
+        WEAK_BENCH,
+        counter_problem,
+        fenced,
+    )
+
+    data = Dataset(task_problems([counter_problem()], TESTBENCH))
+    server = Served(ServiceConfig(Grader(runner, cache=GradeCache(tmp_path / "grades.sqlite")), data, workers=1, reward="kills"))
+    try:
+        graded = {
+            name: httpx.post(f"{server.url}/v1/grade", json={"problem_id": data.problems[0].id, "response": fenced(bench), "seed": 3}, timeout=120).json()
+            for name, bench in (("thorough", THOROUGH_BENCH), ("weak", WEAK_BENCH))
+        }
+    finally:
+        server.stop()
+    here = Grader(runner).grade_response(data.problems[0], fenced(WEAK_BENCH), seed=3)
+    assert graded["thorough"]["reward"] == 1.0 and graded["thorough"]["reward_kind"] == "kills"
+    assert graded["weak"]["reward"] == make_reward("kills")(here) < 1.0
+    assert graded["weak"]["tests"] == vars(here.tests)
