@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.verilog_text import closing_paren
 from cvdp_gym.errors import ConfigError
 
 __all__ = ["BEHAVIOUR_KINDS", "HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants", "reference_answer"]
@@ -126,19 +127,6 @@ def _swap(text: str, mask: list[bool], pairs: Iterable[tuple[str, str, str]]) ->
     return edits
 
 
-def _balanced_end(text: str, open_at: int) -> int | None:
-    """The index of the ``)`` matching the ``(`` at ``open_at``."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
-
-
 _HEADER = re.compile(r"\bmodule\s+([A-Za-z_]\w*)\s*(#\s*\()?")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _DIRECTIONS = ("input", "output", "inout")
@@ -155,12 +143,12 @@ def _header_ports(text: str) -> list[tuple[str, str]]:
         return []
     at = match.end()
     if match.group(2):  # #( parameters )
-        end = _balanced_end(text, at - 1)
+        end = closing_paren(text, at - 1)
         if end is None:
             return []
         at = end + 1
     opening = text.find("(", at)
-    close = _balanced_end(text, opening) if opening >= 0 else None
+    close = closing_paren(text, opening) if opening >= 0 else None
     ports: list[tuple[str, str]] = []
     if close is not None:
         direction = ""
@@ -220,7 +208,7 @@ def _digit(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
 def _if_inverted(text: str, mask: list[bool], ctx: _Context) -> list[Edit]:
     edits: list[Edit] = []
     for m in _sites(text, mask, r"\bif\s*\("):
-        close = _balanced_end(text, m.end() - 1)
+        close = closing_paren(text, m.end() - 1)
         if close is not None:
             edits.append((m.end(), close, f"!({text[m.end():close]})"))
     return edits
@@ -328,7 +316,7 @@ def _case_regions(text: str, mask: list[bool]) -> list[tuple[int, int]]:
         if m.group(1) == "endcase":
             if stack:
                 start = stack.pop()
-                close = _balanced_end(text, text.find("(", start)) if text.find("(", start) >= 0 else None
+                close = closing_paren(text, text.find("(", start)) if text.find("(", start) >= 0 else None
                 regions.append((close + 1 if close is not None and close < m.start() else start, m.start()))
         else:
             stack.append(m.end())

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from cvdp_gym.data.verilog_text import closing_paren
+
 __all__ = ["bench_findings"]
 
 _BLANKED = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
@@ -49,11 +51,9 @@ def _instances(code: str, modules: Iterable[str]) -> set[str]:
     for module in modules:
         for found in re.finditer(rf"\b{re.escape(module)}\b\s*(#\s*\()?", code):
             at = found.end()
-            if found.group(1):  # skip the balanced parameter list
-                depth = 1
-                while at < len(code) and depth:
-                    depth += {"(": 1, ")": -1}.get(code[at], 0)
-                    at += 1
+            if found.group(1):  # skip the parameter list
+                close = closing_paren(code, at - 1)
+                at = len(code) if close is None else close + 1
             name = re.match(r"\s*([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?\(", code[at:])
             if name:
                 names.add(name.group(1))

@@ -52,6 +52,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cvdp_gym.data.verilog_text import closing_paren
+
 #: The checker's own names: an answer may not use them.
 PREFIX = "__cvdp_"
 SELECT, CYCLES = PREFIX + "sel", PREFIX + "cycles"
@@ -147,7 +149,7 @@ def lower_properties(text: str, *, clock: str | None, edge: str = "posedge") -> 
         if any(a <= match.start() < b for a, b in cut):
             continue
         open_at = _skip_space(code, match.end())
-        close = _matching(code, open_at) if open_at < len(code) and code[open_at] == "(" else -1
+        close = _closing(code, open_at) if open_at < len(code) and code[open_at] == "(" else -1
         stop = _statement_end(code, close + 1 if close >= 0 else match.end())
         cut.append((match.start(), stop))
         line = code.count("\n", 0, match.start()) + 1
@@ -197,7 +199,7 @@ def _lower(
     disable = ""
     found = _DISABLE.match(body)
     if found:
-        close = _matching(body, found.end() - 1)
+        close = _closing(body, found.end() - 1)
         if close < 0:
             return unsupported("an unbalanced disable iff (...)")
         disable = body[found.end(): close].strip()
@@ -250,7 +252,7 @@ def _lower(
 def _sequence(text: str, start: int) -> list[tuple[str, int]] | str:
     """A SEQ's boolean terms with their offsets from ``start``, or why it is outside the subset."""
     text = text.strip()
-    while text.startswith("(") and _matching(text, 0) == len(text) - 1 and "##" in text:
+    while text.startswith("(") and _closing(text, 0) == len(text) - 1 and "##" in text:
         text = text[1:-1].strip()
     pieces = _split_top(text, ("##",))
     terms: list[tuple[str, int]] = []
@@ -283,7 +285,7 @@ def _sequence(text: str, start: int) -> list[tuple[str, int]] | str:
 def _term(text: str, offset: int) -> list[tuple[str, int]] | str:
     """One boolean term (or a parenthesised sequence, flattened) at ``offset``."""
     if "##" in text:
-        if text.startswith("(") and _matching(text, 0) == len(text) - 1:
+        if text.startswith("(") and _closing(text, 0) == len(text) - 1:
             return _sequence(text, offset)
         return "a sequence inside an expression"
     if _split_top(text, ("|->", "|=>"))[1:]:
@@ -346,19 +348,6 @@ def _skip_space(text: str, i: int) -> int:
     return i
 
 
-def _matching(text: str, open_at: int) -> int:
-    """The index of the parenthesis closing the one at ``open_at``; -1 if none."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 def _statement_end(text: str, i: int) -> int:
     """The index after the ``;`` that ends the statement at ``i`` (an ``else`` action's
     ``begin ... end`` included)."""
@@ -396,3 +385,9 @@ def _split_top(text: str, operators: tuple[str, ...]) -> list[str]:
                 continue
         i += 1
     return [*out, text[last:]]
+
+
+def _closing(text: str, open_at: int) -> int:
+    """:func:`closing_paren`, -1 when never closed."""
+    found = closing_paren(text, open_at)
+    return -1 if found is None else found
