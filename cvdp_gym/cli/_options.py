@@ -138,7 +138,7 @@ def executor_option(spec: str | None, workers: int) -> GradeExecutor | None:
 
 def load_problems(
     dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool,
-    *, benchmark_dir: Path | None = None, task: str = "design",
+    *, benchmark_dir: Path | None = None, task: str = "design", agentic: bool = False,
 ) -> Dataset:
     """The selected problems (posed as ``task``); a dataset that cannot be read is a one-line error."""
     from cvdp_gym.data import DatasetError, load_dataset
@@ -157,7 +157,7 @@ def load_problems(
     for skipped in data.skipped:
         console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")
     if task != DESIGN:
-        posed = task_problems(data.problems, task, coverage=True)
+        posed = task_problems(data.problems, task, agentic=agentic, coverage=True)
         if not posed:
             raise fail(f"no problem of {dataset} has a reference design, so none can be posed as --task {task}")
         data = dataclasses.replace(data, problems=posed)

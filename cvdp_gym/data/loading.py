@@ -10,7 +10,7 @@ from typing import Any
 
 from cvdp_gym.data.benchmarks import detect, is_benchmark_spec, load_benchmark
 from cvdp_gym.data.bundle import bundled_records
-from cvdp_gym.data.problems import Dataset, load_jsonl, load_records
+from cvdp_gym.data.problems import Dataset, DatasetError, load_jsonl, load_records
 
 #: The spec (and the default) that names the problems this package ships.
 BUNDLED = "bundled"
@@ -38,14 +38,34 @@ def load_dataset(
     the path of a copy of one. Anything else: a local CVDP JSONL file or a directory of them.
     Filters (every source): ``ids``, ``categories``, ``difficulty``, ``include_unsupported``;
     ``lenient`` skips malformed lines or rows (with the reason in ``Dataset.skipped``).
+
+    A ``#testbench`` or ``#assertion`` fragment on any spec (``"bundled#testbench"``,
+    ``"verilog-eval-v2:spec-to-rtl#assertion"``) poses its problems with a reference design as
+    that verification task (:mod:`cvdp_gym.data.verification_tasks`): how the adapters, which
+    name a dataset by a string, reach ``RTL-Testbench-v0``'s and ``RTL-Assertion-v0``'s problems.
     """
+    text, _, task = str(spec if spec is not None else BUNDLED).partition("#")
+    if task:
+        from cvdp_gym.data.verification_tasks import DESIGN, TASKS, task_problems
+
+        if task not in TASKS:
+            raise DatasetError(f"unknown task #{task} in {spec!r}; expected one of {', '.join(TASKS)}")
+        loaded = load_dataset(
+            text, benchmark_dir=benchmark_dir, ids=ids, categories=categories, difficulty=difficulty,
+            include_unsupported=include_unsupported, lenient=lenient, token=token, cache_dir=cache_dir,
+        )
+        if task == DESIGN:
+            return loaded
+        posed = task_problems(loaded.problems, task)
+        if not posed:
+            raise DatasetError(f"no problem of {text} has a reference design, so none can be posed as #{task}")
+        return Dataset(posed, loaded.skipped, f"{loaded.source}#{task}")
     filters: dict[str, Any] = {
         "ids": ids, "categories": categories, "difficulty": difficulty,
         "include_unsupported": include_unsupported, "lenient": lenient,
     }
-    if spec is None or str(spec) == BUNDLED:
+    if text == BUNDLED:
         return load_records(bundled_records(), source=BUNDLED, **filters)
-    text = str(spec)
     if is_benchmark_spec(text) or detect(Path(text)) is not None:
         return load_benchmark(text, benchmark_dir=benchmark_dir, **filters)
     if text == "hf" or text.startswith("hf:"):

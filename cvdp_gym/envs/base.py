@@ -110,7 +110,7 @@ class CVDPEnvBase(gym.Env[str, str]):
 
     | Parameter | Type | Default | Description |
     |-----------|------|---------|-------------|
-    | `dataset` | **str, Path, Dataset or None** | `None` | `None` or `'bundled'`: the problems this package ships; a JSONL path (or a folder of them); `'hf[:PATTERN[@REVISION]]'`: the CVDP files on the Hugging Face hub; a benchmark (`'verilog-eval-v2:spec-to-rtl'`, `'verilog-eval-v1'`, `'rtllm-v2'`, ...; or the path of a copy of one); or a loaded `Dataset` (then the three filters below are not applied). |
+    | `dataset` | **str, Path, Dataset or None** | `None` | `None` or `'bundled'`: the problems this package ships; a JSONL path (or a folder of them); `'hf[:PATTERN[@REVISION]]'`: the CVDP files on the Hugging Face hub; a benchmark (`'verilog-eval-v2:spec-to-rtl'`, `'verilog-eval-v1'`, `'rtllm-v2'`, ...; or the path of a copy of one); or a loaded `Dataset` (then the three filters below are not applied). A `#testbench` or `#assertion` fragment poses a dataset's problems as that verification task, as `task` does. |
     | `benchmark_dir` | **str, Path or None** | `None` | A copy of the benchmark `dataset` names; `None`: its environment variable (`CVDP_GYM_VERILOG_EVAL`, ...), then the copy `cvdp-gym benchmarks fetch` made. |
     | `ids` | **Iterable[str] or None** | `None` | Keep only these problem ids. |
     | `categories` | **Iterable[str] or None** | `None` | Keep only these categories (`cid002`, ...). |

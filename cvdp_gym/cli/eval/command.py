@@ -59,7 +59,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     except ConfigError as exc:
         raise fail(str(exc)) from None
     endpoint, judging, harness, out, jobs = options.endpoint, options.judge, options.harness, options.out, options.harness.jobs
-    data = options.problems.load(dataset)
+    data = options.problems.load(dataset, agentic=options.episodes.plays_agentic)
     backing_note = _verdict_note(harness.verdict, data.problems)
     if any(p.scoring == "bleu" for p in data.problems) and not nltk_available():
         raise fail(f"cid006/cid008 problems are selected: {NLTK_HINT}")

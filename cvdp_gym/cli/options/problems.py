@@ -31,8 +31,10 @@ class ProblemOptions:
     lenient: LenientOpt = False
     task: TaskOpt = "design"
 
-    def load(self, dataset: str) -> Dataset:
-        """The selected problems of ``dataset``; one that cannot be read is a one-line error."""
+    def load(self, dataset: str, *, agentic: bool = False) -> Dataset:
+        """The selected problems of ``dataset``; one that cannot be read is a one-line error.
+        ``agentic``: a verification task posed as agentic episodes (``eval --task ... --agentic``)."""
         return load_problems(
-            dataset, self.ids, self.category, self.difficulty, self.lenient, benchmark_dir=self.benchmark_dir, task=self.task,
+            dataset, self.ids, self.category, self.difficulty, self.lenient, benchmark_dir=self.benchmark_dir,
+            task=self.task, agentic=agentic,
         )

@@ -85,3 +85,11 @@ def test_model_benches_get_kill_rates_and_coverage(toolchain, tmp_path):
 def test_bad_task_options_are_one_line(tmp_path, words, message):
     done = CliRunner().invoke(app, ["eval", *VE2, *words, "--out", str(tmp_path)], env={"COLUMNS": "250"})
     assert done.exit_code == 2 and message in done.output and "Traceback" not in done.output
+
+
+def test_the_task_is_posed_as_agentic_episodes_for_eval_agentic():
+    from cvdp_gym.cli.options import ProblemOptions
+
+    posed = ProblemOptions(task="testbench").load("bundled", agentic=True).problems
+    assert posed and all(p.agentic and p.targets == ("verif/tb.sv",) and p.id.endswith(".testbench") for p in posed)
+    assert all(p.extra["testbench"] == {"coverage": True} for p in posed)

@@ -151,3 +151,31 @@ def test_agentic_rollout_through_trl_tool_loop(tiny_model_dir: Path, tmp_path: P
     assert trainer.state.global_step == 1
     # The random model's turns are graded on the workspace it leaves: the starting files fail.
     assert logs["rewards/cvdp_agentic/mean"] < 1.0 and logs["cvdp/pass_rate"] == 0.0
+
+
+def test_a_verification_task_reaches_trl_through_its_dataset_string(toolchain) -> None:
+    """``dataset="...#testbench"``: the reward function grades test benches by the bugs they
+    catch (``kills``), as every adapter that names a dataset by a string can."""
+    spec = str(Path(__file__).parents[2] / "fixtures" / "training" / "generic.jsonl") + "#testbench"
+    bench = """module tb;
+  reg clk = 0, rst = 1, en = 0; wire [3:0] q; reg [3:0] model; integer i;
+  step_counter dut(.clk(clk), .rst(rst), .en(en), .q(q));
+  always #5 clk = ~clk;
+  initial begin
+    @(negedge clk); rst = 0; model = 0;
+    for (i = 0; i < 40; i = i + 1) begin
+      en = i % 4 != 0; @(negedge clk); if (en) model = model + 3;
+      if (q !== model) $error("q=%0d expected %0d", q, model);
+    end
+    $finish;
+  end
+endmodule
+"""
+    silent = bench.replace('if (q !== model) $error("q=%0d expected %0d", q, model);', "")
+    problem_id = "reference-set.step_counter.testbench"
+    kwargs = dict(
+        prompts=[[{"role": "user", "content": "..."}]] * 2,
+        completions=[[{"role": "assistant", "content": f"```verilog\n{b}```"}] for b in (bench, silent)],
+        problem_id=[problem_id] * 2,
+    )
+    assert asyncio.run(reward_function("kills", dataset=spec, cache=False)(**kwargs)) == [1.0, 0.0]
