@@ -54,6 +54,7 @@ from cvdp_gym.harness.results import REACH_IN, HarnessResult, ServiceResult, Tes
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.paths import write_tree
 from cvdp_gym.sandbox.scratch import make_scratch_dir
+from cvdp_gym.toolchain import SimEnv
 
 #: Printing system tasks whose every argument is printed, and those whose first is a file.
 _PRINTERS = frozenset(
@@ -265,9 +266,11 @@ def run_script(
     *,
     limits: Limits,
     keep_dir: Path | None = None,
+    sim_env: SimEnv | None = None,
 ) -> ScriptRun:
     """Run ``script`` (``/bin/sh -c``) in ``/work`` holding ``files``, with ``simulator``
-    bound in; read back the ``logs`` it wrote (bounded, never following links)."""
+    bound in; read back the ``logs`` it wrote (bounded, never following links). ``sim_env``:
+    a cocotb environment the script runs (visible in the sandbox; not put on ``PATH``)."""
     run_dir = make_scratch_dir("tb")
     try:
         work = run_dir / "work"
@@ -277,7 +280,7 @@ def run_script(
         mounts += [Mount(source, target) for source, target in sandbox.toolchain.binds(simulator)]
         outcome = sandbox.run(
             ["/bin/sh", "-c", script], mounts=mounts, scratch=run_dir / "scratch", cwd=WORK,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp"}, limits=limits,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp"}, sim_env=sim_env, limits=limits,
         )
         texts = {name: read_bounded(work / name) for name in logs}
         left = frozenset(p.name for p in work.iterdir())

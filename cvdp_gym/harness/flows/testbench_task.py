@@ -30,7 +30,6 @@ answer; ``task_problems(..., coverage=True)`` and ``eval --task testbench`` turn
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +44,7 @@ from cvdp_gym.data.verification_tasks import (
     DesignUnderTest,
 )
 from cvdp_gym.harness.bench_rules import bench_findings
+from cvdp_gym.harness.bench_verdicts import DesignRun, bench_verdict
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     REACH_IN,
@@ -62,36 +62,6 @@ from cvdp_gym.seeds import draw_seed
 __all__ = ["DesignRun", "TestbenchTaskFlow", "bench_verdict"]
 
 DEFAULTS: dict[str, Any] = {"mutants": 8, "sim_s": 20.0, "coverage": False}
-_FAILURE_LINE = re.compile(
-    r"^\s*(?:ERROR|FATAL|FAIL(?:ED|URE)?|MISMATCH)\b(?!s)(?!\s*[:=]?\s*0\b)|\bTESTS?\s+FAILED\b", re.I | re.M
-)
-_KILLED_RC = (124, 137)
-
-
-@dataclasses.dataclass(frozen=True)
-class DesignRun:
-    """The bench on one design: built, finished, and the line that failed it (if any)."""
-
-    built: bool
-    passed: bool
-    why: str = ""
-
-
-def bench_verdict(compile_rc: str, compile_log: str, sim_rc: str, sim_log: str) -> DesignRun:
-    """What one design's run says (the return codes as the script wrote them)."""
-    if compile_rc.strip() != "0":
-        first = next((ln.strip() for ln in compile_log.splitlines() if ln.strip()), "does not compile")
-        return DesignRun(False, False, first[:300])
-    rc = sim_rc.strip()
-    if rc in {str(c) for c in _KILLED_RC}:
-        return DesignRun(True, False, "did not finish in its time limit")
-    found = _FAILURE_LINE.search(sim_log)
-    if found:
-        line = sim_log[sim_log.rfind("\n", 0, found.start()) + 1:].split("\n", 1)[0]
-        return DesignRun(True, False, line.strip()[:300])
-    if rc != "0":
-        return DesignRun(True, False, f"the simulation exited with status {rc or '?'}")
-    return DesignRun(True, True)
 
 
 class TestbenchTaskFlow:
