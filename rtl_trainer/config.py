@@ -55,7 +55,7 @@ class TrainConfig:
     decontaminate_against: list[str] | None = field(default=None, metadata={"help": "Evaluation datasets the training set must not overlap, e.g. [bundled, verilog-eval-v2, rtllm-v2] (anything dataset takes; a benchmark's files found by its environment variable or `cvdp-gym benchmarks fetch`, or the path of a copy): before it loads a model, the run stops with an error naming the training problems that are near-copies of one of their problems (cvdp-gym decontaminate's default thresholds, with decontaminate_rouge_l for the specification). None: no check."})
     decontaminate_rouge_l: float = field(default=0.5, metadata={"help": "decontaminate_against: a training problem whose specification has a ROUGE-L above this with an evaluation problem's is a copy (CodeV-R1's threshold, 0.5); reference code ROUGE-L above 0.8 or a 10-gram overlap above 0.5 also count (1.0 turns this test off, not those)."})
     reward: str | None = field(default=None, metadata={"help": "Reward: shaped (the default), partial, binary, quality (the shaping plus the design-quality score of a passing answer against the problem's reference: area, delay and power on the ASIC flow; turns quality on with its defaults) or kills (the fraction of seeded bugs a test bench or assertions catch: the default for RTL-Testbench-v0, RTL-Assertion-v0 and task testbench or assertion)."})
-    task: str = field(default="design", metadata={"help": "What each problem asks for: design (as its benchmark poses it), testbench (a self-checking test bench, rewarded by the seeded bugs it catches) or assertion (SVA properties, checked with Yosys's formal); RTL-Testbench-v0 and RTL-Assertion-v0 set it themselves. The tasks take the problems with a reference design."})
+    task: str = field(default="design", metadata={"help": "What each problem asks for: design (as its benchmark poses it), testbench (a self-checking test bench, rewarded by the seeded bugs it catches; testbench-cocotb: in cocotb) or assertion (SVA properties, checked with Yosys's formal); RTL-Testbench-v0 and RTL-Assertion-v0 set it themselves. The tasks take the problems with a reference design."})
     quality: str | None = field(default=None, metadata={"help": "Measure every passing answer's design against its reference (info['quality']; the quality reward's part): asic (Yosys + ABC to quality_liberty, OpenSTA) or fpga (Yosys synth_ice40 + nextpnr-ice40). None: off, unless reward is quality."})
     quality_liberty: str = field(default="nangate45", metadata={"help": "The ASIC flow's standard-cell library: nangate45, sky130hd (cvdp-gym quality fetch NAME) or a .lib path."})
     quality_clock_ns: float = field(default=10.0, metadata={"help": "The clock period designs are timed at (ns)."})
@@ -149,8 +149,8 @@ class TrainConfig:
     def validate(self) -> None:
         if self.mode not in ("rl", "distill", "sft"):
             raise ConfigError(f"mode must be rl, distill or sft, not {self.mode!r}")
-        if self.task not in ("design", "testbench", "assertion"):
-            raise ConfigError(f"task must be design, testbench or assertion, not {self.task!r}")
+        if self.task not in ("design", "testbench", "testbench-cocotb", "assertion"):
+            raise ConfigError(f"task must be design, testbench, testbench-cocotb or assertion, not {self.task!r}")
         if not self.student:
             raise ConfigError("a student model is required (--student)")
         if self.mode == "distill" and not (self.teacher or self.teachers):

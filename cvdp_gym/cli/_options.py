@@ -85,7 +85,7 @@ TaskOpt = Annotated[
     str,
     typer.Option(
         help="What to ask of each problem: 'design' (as its benchmark poses it), 'testbench' (a self-checking "
-        "test bench, scored by the seeded bugs it catches) or 'assertion' (SVA properties, checked with Yosys's "
+        "test bench, scored by the seeded bugs it catches; 'testbench-cocotb': in cocotb) or 'assertion' (SVA properties, checked with Yosys's "
         "formal); the tasks take the problems with a reference design.",
     ),
 ]

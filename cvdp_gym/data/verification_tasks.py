@@ -7,6 +7,8 @@ design: CVDP, VerilogEval, RTLLM, ChipBench, the training sets) as ``task``:
   the design the specification describes, seeing the specification and the design's ports,
   never the design; graded by ``harness.flows.testbench_task`` (it passes on the reference
   and fails on seeded mutants that are shown not to be equivalent);
+- ``testbench-cocotb``: the same with a cocotb test bench in Python (``test_tb.py``), run by
+  cocotb 2.0.1 on Icarus: for users whose flows verify in Python, as CVDP's harnesses do;
 - ``assertion``: the model writes SVA properties for the design (shown the specification and
   the reference design), which are placed at the end of the design's top module; graded by
   ``harness.flows.assertion_task`` with Yosys's formal (hold on the reference, not vacuous,
@@ -36,11 +38,14 @@ __all__ = [
     "ASSERTION",
     "ASSERTION_FLOW",
     "BENCH_FILE",
+    "BENCH_TASKS",
     "BENCH_TOP",
+    "COCOTB_FILE",
     "DESIGN",
     "PROPERTIES_FILE",
     "TASKS",
     "TESTBENCH",
+    "TESTBENCH_COCOTB",
     "TESTBENCH_FLOW",
     "DesignUnderTest",
     "design_under_test",
@@ -50,11 +55,13 @@ __all__ = [
     "task_problems",
 ]
 
-DESIGN, TESTBENCH, ASSERTION = "design", "testbench", "assertion"
+DESIGN, TESTBENCH, TESTBENCH_COCOTB, ASSERTION = "design", "testbench", "testbench-cocotb", "assertion"
 #: What a problem can be posed as: the design itself (the benchmark's own task), or a check of it.
-TASKS = (DESIGN, TESTBENCH, ASSERTION)
+TASKS = (DESIGN, TESTBENCH, TESTBENCH_COCOTB, ASSERTION)
+#: The tasks whose answer is a test bench (Verilog or cocotb), graded by the same flow.
+BENCH_TASKS = (TESTBENCH, TESTBENCH_COCOTB)
 TESTBENCH_FLOW, ASSERTION_FLOW = "testbench-task", "assertion-task"
-BENCH_FILE, BENCH_TOP, PROPERTIES_FILE = "tb.sv", "tb", "properties.sv"
+BENCH_FILE, BENCH_TOP, PROPERTIES_FILE, COCOTB_FILE = "tb.sv", "tb", "properties.sv", "test_tb.py"
 #: The name the design's file has in every run (the reference and every mutant alike).
 DESIGN_FILE = "design.sv"
 #: Where an agentic episode's test bench or assertions go.
@@ -140,6 +147,8 @@ def task_problem(problem: Problem, task: str, *, agentic: bool = False, coverage
     spec = specification(problem)
     if task == TESTBENCH:
         prompt, target, flow = _testbench_prompt(spec, design), BENCH_FILE, TESTBENCH_FLOW
+    elif task == TESTBENCH_COCOTB:
+        prompt, target, flow = _cocotb_prompt(spec, design), COCOTB_FILE, TESTBENCH_FLOW
     else:
         prompt, target, flow = _assertion_prompt(spec, design), PROPERTIES_FILE, ASSERTION_FLOW
     context: dict[str, str] = {}
@@ -176,6 +185,7 @@ def task_problems(problems: Iterable[Problem], task: str, *, agentic: bool = Fal
 _DRAWS = "the seeded bugs it is scored on are drawn per run from the problem's pool (harness_seed fixes the draw)"
 _SYSTEM = {
     TESTBENCH: "You are a hardware verification engineer who writes thorough, self-checking Verilog test benches.",
+    TESTBENCH_COCOTB: "You are a hardware verification engineer who writes thorough, self-checking cocotb test benches.",
     ASSERTION: "You are a formal verification engineer who writes precise SystemVerilog assertions.",
 }
 
@@ -205,6 +215,26 @@ def _testbench_prompt(spec: str, design: DesignUnderTest) -> str:
         f"- Use only the design's ports: no hierarchical names into it, no files, no `$fopen`, `$readmem*`, "
         f"`$system` or plusargs.\n\n"
         f"Give the whole file in one ```verilog code block."
+    )
+
+
+def _cocotb_prompt(spec: str, design: DesignUnderTest) -> str:
+    header = module_header(design.text, design.top)
+    interface = f" Its header:\n\n```verilog\n{header}\n```" if header else ""
+    return (
+        f"Write a self-checking cocotb test bench for the design this specification describes.\n\n"
+        f"## Specification\n\n{spec}\n\n"
+        f"## The design under test\n\nModule `{design.top}`, the top level cocotb drives (its handle is the test's "
+        f"`dut` argument).{interface}\n\n"
+        f"## What to write\n\n"
+        f"- One file, `{COCOTB_FILE}`: one or more `@cocotb.test()` coroutines (cocotb 2.0) that drive the inputs "
+        f"(start a `cocotb.clock.Clock` on the clock, apply the reset, if the design has them) and `assert` that "
+        f"the outputs match what the specification says.\n"
+        f"- It must pass on a correct design and fail on a wrong one: a bench that fails a correct design earns "
+        f"nothing, and it earns more the more wrong designs it catches.\n"
+        f"- Use only the design's ports (`dut.<port>`); import only `cocotb` and the standard `random`, `math`, "
+        f"`itertools`, `collections`, `functools`, `dataclasses`, `typing`, `enum` and `operator`; no files.\n\n"
+        f"Give the whole file in one ```python code block."
     )
 
 

@@ -29,6 +29,11 @@ class TestbenchEnv(SingleShotEnv):
     (``task_problems(..., coverage=True)``, as ``cvdp-gym eval --task testbench`` poses them;
     about 4.5 s an answer).
 
+    ``task="testbench-cocotb"`` asks for a cocotb bench instead (``test_tb.py``: ``@cocotb.test()``
+    coroutines, run by cocotb 2.0.1 on Icarus with the run's seed; it may use only the design's
+    ports and import only cocotb and a few pure standard modules:
+    :mod:`cvdp_gym.harness.cocotb_bench_rules`).
+
     Also as a refinement or agentic episode: ``gymnasium.make("RTL-Refine-v0",
     task="testbench", reward="kills")`` (the feedback names the false alarm or how many bugs
     were missed, never which), ``gymnasium.make("RTL-Agentic-v0", task="testbench",

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from cvdp_gym.data.verification_tasks import ASSERTION, TESTBENCH
+from cvdp_gym.data.verification_tasks import ASSERTION, BENCH_TASKS
 from cvdp_gym.eval.intervals import bootstrap_mean
 from cvdp_gym.eval.tables import markdown_table, print_table
 
@@ -26,9 +26,9 @@ Row = dict[str, Any]
 
 
 def task_of(row: Row) -> str | None:
-    """``testbench`` or ``assertion`` for a verification task's row, else None."""
+    """``testbench``, ``testbench-cocotb`` or ``assertion`` for a verification task's row, else None."""
     task = str(row.get("task") or "").rpartition(":")[2]
-    return task if task in (TESTBENCH, ASSERTION) else None
+    return task if task in (*BENCH_TASKS, ASSERTION) else None
 
 
 def is_task_row(row: Row) -> bool:

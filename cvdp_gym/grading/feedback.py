@@ -99,13 +99,14 @@ def _bounded(text: str, max_chars: int) -> str:
 _REQUEST = "Fix the design and answer again with the complete corrected file(s)."
 _TASK_REQUEST = {
     "testbench": "Improve the test bench and answer again with the complete file.",
+    "testbench-cocotb": "Improve the test bench and answer again with the complete file.",
     "assertion": "Improve the assertions and answer again with all of them.",
 }
 
 
 def _task_verdict(result: GradeResult, problem: Problem) -> str:
     """A verification task's verdict: the flow's reason, written for the model (no bug's code)."""
-    what = "test bench" if problem.extra.get("task") == "testbench" else "set of assertions"
+    what = "set of assertions" if problem.extra.get("task") == "assertion" else "test bench"
     if result.passed:
         return f"Your {what} holds on a correct design and catches every seeded bug."
     if result.failure_class == FORMAT_ERROR:

@@ -47,7 +47,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     """Score answers (a responses file, or a model behind an OpenAI-compatible endpoint: single answers, --agentic or --refine episodes) and report pass@k."""
     import time
 
-    from cvdp_gym.data.verification_tasks import DESIGN, TESTBENCH
+    from cvdp_gym.data.verification_tasks import BENCH_TASKS, DESIGN
     from cvdp_gym.errors import ConfigError
     from cvdp_gym.eval import Evaluator
     from cvdp_gym.eval.agentic import AgenticEvaluator
@@ -75,7 +75,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
         harness.timeout, options.cache, harness.sandbox, harness.toolchain, harness.executor, jobs, harness.repos,
         judge=judge, route=judging.parse_route, seed=seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.chosen_reward)
     try:  # everything from here on closes the executor and the judge, however it ends
-        if options.references and options.problems.task == TESTBENCH:
+        if options.references and options.problems.task in BENCH_TASKS:
             sources = {p.id: p for p in dataclasses.replace(options.problems, task=DESIGN).load(dataset)}
             keys, start, notes = reference_plan(data.problems, sources, seed or 0)
             meta["source"] = "the benchmarks' own test benches (golden)"

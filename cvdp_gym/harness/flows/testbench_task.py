@@ -1,30 +1,34 @@
 """The test-bench task's flow: a model's test bench run on the reference and on seeded bugs.
 
 Contract: ``TestbenchTaskFlow().run(sandbox, problem, files, limits=, seed=)`` (a problem posed
-by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``testbench``) returns a
-``HarnessResult`` and never raises on what the answer holds:
+by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``testbench`` or
+``testbench-cocotb``) returns a ``HarnessResult`` and never raises on what the answer holds:
 
-1. the bench is read for what it may not do (:mod:`cvdp_gym.harness.bench_rules`): a finding
-   is ``reach_in``, nothing runs;
+1. the bench is read for what it may not do (:mod:`cvdp_gym.harness.bench_rules`, or for a
+   cocotb bench :mod:`cvdp_gym.harness.cocotb_bench_rules`): a finding is ``reach_in`` (a cocotb
+   bench that does not parse: ``build_error``), nothing runs;
 2. ``mutants`` bugs are drawn (:mod:`cvdp_gym.harness.task_mutants`: each shown by the
    equivalence grader to differ from the reference; drawn with the run's ``seed``);
-3. one sandbox run compiles the bench with each design in turn (Icarus, ``-g2012``), the
-   reference first, each design under the same file and module names, and simulates it
-   under its own time limit (``sim_s``);
-4. the verdict per design: the bench **fails** a design when it calls ``$error``/``$fatal``,
-   prints a line that begins with ``ERROR``, ``FATAL``, ``FAIL`` or ``MISMATCH`` (or says
-   ``TEST FAILED``), exits non-zero, or does not finish within ``sim_s``; else it passes.
+3. one sandbox run runs the bench on each design in turn, the reference first, each design
+   under the same file and module names, each under its own time limit (``sim_s``): Icarus
+   (:mod:`cvdp_gym.harness.verilog_bench`) or cocotb 2.0.1 on Icarus
+   (:mod:`cvdp_gym.harness.cocotb_bench`, the run's seed as cocotb's);
+4. the verdict per design (:mod:`cvdp_gym.harness.bench_verdicts`): a Verilog bench **fails** a
+   design when it calls ``$error``/``$fatal``, prints a line that begins with ``ERROR``,
+   ``FATAL``, ``FAIL`` or ``MISMATCH`` (or says ``TEST FAILED``), exits non-zero, or does not
+   finish within ``sim_s``; a cocotb bench when a test fails (its results file).
 
 The answer's verdict: a bench that does not compile with the reference is a ``build_error``;
-one that fails the reference raised a false alarm (``test_failure``, nothing caught counts);
-otherwise each drawn mutant is one test, passed when the bench fails it (the kill rate is
-``tests.passed / tests.total``, the ``kills`` reward), and the answer passes when it catches
-every one. A mutant the bench does not compile with (a width change at a port) is not scored.
-``official`` holds the kill rate, each mutant's outcome (its kind, never its text), the draw,
-and the coverage of the reference the bench reaches (Verilator line and toggle, where it
-builds there: :mod:`cvdp_gym.harness.testbench_coverage`). Settings (``extra["testbench"]``):
-``mutants`` (8), ``sim_s`` (20), ``coverage`` (false: a Verilator build, about 4.5 s an
-answer; ``task_problems(..., coverage=True)`` and ``eval --task testbench`` turn it on).
+one that fails the reference raised a false alarm (``test_failure``, nothing caught counts,
+and it is not run on the bugs); otherwise each drawn mutant is one test, passed when the bench
+fails it (the kill rate is ``tests.passed / tests.total``, the ``kills`` reward), and the
+answer passes when it catches every one. A mutant the bench does not compile with (a width
+change at a port) is not scored. ``official`` holds the kill rate, each mutant's outcome (its
+kind, never its text), the draw, and for a Verilog bench the coverage of the reference it
+reaches (Verilator line and toggle: :mod:`cvdp_gym.harness.testbench_coverage`). Settings
+(``extra["testbench"]``): ``mutants`` (8), ``sim_s`` (20), ``coverage`` (false: a Verilator
+build, about 4.5 s an answer; ``task_problems(..., coverage=True)`` and ``eval --task
+testbench`` turn it on).
 """
 
 from __future__ import annotations
@@ -40,11 +44,15 @@ from cvdp_gym.data.verification_tasks import (
     BENCH_FILE,
     BENCH_TOP,
     DESIGN_FILE,
+    TESTBENCH_COCOTB,
     TESTBENCH_FLOW,
     DesignUnderTest,
 )
+from cvdp_gym.errors import HarnessError
 from cvdp_gym.harness.bench_rules import bench_findings
-from cvdp_gym.harness.bench_verdicts import DesignRun, bench_verdict
+from cvdp_gym.harness.cocotb_bench import run_cocotb_designs
+from cvdp_gym.harness.cocotb_bench_rules import cocotb_bench_findings
+from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     REACH_IN,
@@ -53,13 +61,13 @@ from cvdp_gym.harness.results import (
     HarnessResult,
     TestCounts,
 )
-from cvdp_gym.harness.task_mutants import MutantDraw, draw_mutants
-from cvdp_gym.harness.testbench import run_script
+from cvdp_gym.harness.task_mutants import draw_mutants
 from cvdp_gym.harness.testbench_coverage import measure_coverage
+from cvdp_gym.harness.verilog_bench import run_verilog_designs
 from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.seeds import draw_seed
 
-__all__ = ["DesignRun", "TestbenchTaskFlow", "bench_verdict"]
+__all__ = ["TestbenchTaskFlow"]
 
 DEFAULTS: dict[str, Any] = {"mutants": 8, "sim_s": 20.0, "coverage": False}
 
@@ -79,18 +87,25 @@ class TestbenchTaskFlow:
         settings = {**DEFAULTS, **dict(problem.extra.get("testbench") or {})}
         design = DesignUnderTest.from_dict(problem.extra["design"])
         bench = files.get(problem.targets[0] if problem.targets else BENCH_FILE, "")
-        findings = bench_findings(bench, bench_top=BENCH_TOP, design=design.text, path=BENCH_FILE)
+        cocotb = problem.extra.get("task") == TESTBENCH_COCOTB
+        findings = _cocotb_findings(bench, design) if cocotb else bench_findings(bench, bench_top=BENCH_TOP, design=design.text)
         if findings:
-            return _result(problem, False, REACH_IN, findings[0], TestCounts(), {"findings": findings}, start)
+            unread = cocotb and "does not parse" in findings[0]  # Python the bench's reader cannot read: a build error
+            return _result(problem, False, BUILD_ERROR if unread else REACH_IN, findings[0], TestCounts(), {"findings": findings}, start)
         draw = draw_mutants(
             design, sandbox, count=int(settings["mutants"]), seed=draw_seed() if seed is None else seed, limits=limits,
         )
         if not draw.mutants:
             return _result(problem, False, UNSUPPORTED, draw.why, TestCounts(), {"draw": draw.summary()}, start)
-        runs = _run_designs(sandbox, bench, design, draw, float(settings["sim_s"]), limits, keep_dir)
+        texts = [design.text, *(m.text for m in draw.mutants)]
+        sim_s = float(settings["sim_s"])
+        if cocotb:
+            runs = run_cocotb_designs(sandbox, bench, texts, design.top, sim_s=sim_s, limits=limits, keep_dir=keep_dir, seed=seed or 1)
+        else:
+            runs = run_verilog_designs(sandbox, bench, texts, sim_s=sim_s, limits=limits, keep_dir=keep_dir)
         reference, mutants = runs[0], runs[1:]
         official: dict[str, Any] = {
-            "task": "testbench", "draw": draw.summary(), "reference": dataclasses.asdict(reference),
+            "task": problem.extra.get("task", "testbench"), "draw": draw.summary(), "reference": dataclasses.asdict(reference),
         }
         if not reference.built:
             return _result(problem, False, BUILD_ERROR, f"the test bench does not compile with the design: {reference.why}", TestCounts(), official, start)
@@ -104,7 +119,7 @@ class TestbenchTaskFlow:
         official["mutants"] = [{"kind": m.kind, "killed": not r.passed, "why": r.why} for m, r in scored]
         official["unscored"] = len(mutants) - len(scored)
         official.update(kill_rate=killed / len(scored) if scored else 0.0, killed=killed)
-        if settings["coverage"]:
+        if settings["coverage"] and not cocotb:  # Verilator's coverage of a Verilog bench
             official["coverage"] = _coverage(sandbox, bench, design, limits)
         counts = TestCounts(len(scored), killed, len(scored) - killed)
         if not scored:
@@ -114,30 +129,13 @@ class TestbenchTaskFlow:
         return _result(problem, passed, None if passed else TEST_FAILURE, why, counts, official, start)
 
 
-def _run_designs(
-    sandbox: Sandbox, bench: str, design: DesignUnderTest, draw: MutantDraw, sim_s: float, limits: Limits,
-    keep_dir: Path | None,
-) -> list[DesignRun]:
-    """The bench on the reference (``d0``) and on each mutant, in one sandbox run."""
-    texts = [design.text, *(m.text for m in draw.mutants)]
-    files = {BENCH_FILE: bench} | {f"d{i}/{DESIGN_FILE}": text for i, text in enumerate(texts)}
-    folders = " ".join(f"d{i}" for i in range(len(texts)))
-    # The reference first; a bench that does not build or finish there is not run on the bugs.
-    script = (
-        f"for d in {folders}; do ( cd $d; "
-        f"iverilog -g2012 -o sim ../{BENCH_FILE} {DESIGN_FILE} > compile.log 2>&1; echo $? > compile.rc; "
-        f"if [ -f sim ]; then timeout -s KILL {sim_s:g} vvp -n sim > sim.log 2>&1; echo $? > sim.rc; fi; "
-        f"find . -mindepth 1 ! -name '*.log' ! -name '*.rc' ! -name '{DESIGN_FILE}' -delete ); "
-        f"[ \"$(cat d0/sim.rc 2>/dev/null)\" = 0 ] || break; done"
-    )
-    logs = [f"d{i}/{name}" for i in range(len(texts)) for name in ("compile.rc", "compile.log", "sim.rc", "sim.log")]
-    wall = min(limits.wall_s, len(texts) * (sim_s + 15.0))
-    ran = run_script(sandbox, "icarus", script, files, logs, limits=dataclasses.replace(limits, wall_s=wall), keep_dir=keep_dir)
-    out = ran.logs
-    return [
-        bench_verdict(out.get(f"d{i}/compile.rc", ""), out.get(f"d{i}/compile.log", ""), out.get(f"d{i}/sim.rc", ""), out.get(f"d{i}/sim.log", ""))
-        for i in range(len(texts))
-    ]
+def _cocotb_findings(bench: str, design: DesignUnderTest) -> list[str]:
+    """What a cocotb bench may not do, given the design's ports (none known: nothing checked by port)."""
+    try:
+        ports = [p.name for p in read_design(design.text, design.top).ports]
+    except (HarnessError, RecursionError) as exc:
+        return [f"the design's ports cannot be read to check the bench against them: {exc}"]
+    return cocotb_bench_findings(bench, ports=ports)
 
 
 def _coverage(sandbox: Sandbox, bench: str, design: DesignUnderTest, limits: Limits) -> dict[str, Any]:

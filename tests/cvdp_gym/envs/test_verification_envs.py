@@ -133,3 +133,21 @@ def test_an_agentic_episode_writes_its_bench_in_the_workspace(toolchain):
     _, reward, terminated, _, info = env.step("Done.")
     env.close()
     assert terminated and reward == 1.0 and info["graded_files"] == ["verif/tb.sv"]
+
+
+def test_a_cocotb_bench_is_graded_like_a_verilog_one(toolchain):
+    from tests.cvdp_gym.harness.test_cocotb_bench import THOROUGH, WEAK
+
+    env = gymnasium.make(
+        "RTL-Testbench-v0", task="testbench-cocotb", dataset=Dataset([counter_problem()]), cache=False, harness_seed=3,
+    )
+    problem_id = "made-up.counter.testbench-cocotb"
+    prompt, info = env.reset(options={"problem_id": problem_id})
+    assert info["problem"]["targets"] == ["test_tb.py"] and "@cocotb.test()" in prompt
+    thorough = play(env, problem_id, fenced(THOROUGH, "python"))
+    weak = play(env, problem_id, fenced(WEAK, "python"))
+    peeking = play(env, problem_id, fenced(THOROUGH.replace("dut.q.value", "dut.q_internal.value", 1), "python"))
+    env.close()
+    assert thorough[0] == 1.0 and thorough[1]["official"]["task"] == "testbench-cocotb"
+    assert weak[0] < thorough[0] and weak[1]["official"]["reference"]["passed"]
+    assert peeking[0] == 0.0 and peeking[1]["failure_class"] == "reach_in"

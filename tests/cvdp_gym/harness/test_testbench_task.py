@@ -12,7 +12,7 @@ import pytest
 
 from cvdp_gym.data.verification_tasks import BENCH_FILE, TESTBENCH, DesignUnderTest, task_problem
 from cvdp_gym.harness.bench_rules import bench_findings
-from cvdp_gym.harness.flows.testbench_task import bench_verdict
+from cvdp_gym.harness.bench_verdicts import bench_verdict
 from cvdp_gym.harness.randomness import problem_randomness
 from cvdp_gym.harness.results import BUILD_ERROR, REACH_IN, TEST_FAILURE
 from cvdp_gym.harness.task_mutants import draw_mutants, mutant_pool
