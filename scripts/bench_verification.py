@@ -4,8 +4,9 @@
 The problems are a benchmark copy's (``--dataset``, default the made-up VerilogEval v2 copy in
 tests/fixtures/benchmarks); the answers are the reference-model benches of
 ``scripts/verification_baselines.py`` for the test-bench task and, for the assertion task,
-one property per output that ties it to its own value one cycle later (``$stable``-style
-checks over every output: cheap to write for any design, often false, always graded).
+one property per output that it equals itself (always true) and, for a clocked design, one
+that the first output holds its value from cycle to cycle (``$stable``-style: often false),
+cheap to write for any design and always graded.
 Each configuration grades every answer twice with ``--jobs`` workers: **cold** (the
 equivalence verdicts of the seeded bugs not yet known in this process: the first answer to a
 problem pays for its pool) and **warm** (known: what every later answer to the problem
@@ -55,12 +56,13 @@ def answers(problems: list[Problem], task: str) -> list[tuple[Problem, dict[str,
             continue
         if task == TESTBENCH:
             out.append((problem, {problem.targets[0]: bench(design, described, cycles=200, check=True)}))
-        elif described.clocks:
-            clock = described.clocks[0]
-            props = "\n".join(
-                f"assert property (@(posedge {clock}) {p.name} == {p.name});" for p in described.outputs
-            ) + "\n" + "\n".join(f"assert property (@(posedge {clock}) 1 |=> {p.name} == $past({p.name}));" for p in described.outputs[:1])
-            out.append((problem, {problem.targets[0]: props}))
+        else:
+            clock = described.clocks[0] if described.clocks else None
+            event = f"@(posedge {clock}) " if clock else ""
+            props = [f"assert property ({event}{p.name} == {p.name});" for p in described.outputs]
+            if clock:
+                props += [f"assert property ({event}1 |=> {p.name} == $past({p.name}));" for p in described.outputs[:1]]
+            out.append((problem, {problem.targets[0]: "\n".join(props) + "\n"}))
     return out
 
 
@@ -88,7 +90,7 @@ def main() -> None:
     table = Table(title=f"verification tasks: seconds per answer ({args.dataset}, {args.jobs} jobs)")
     for column in ("configuration", "answers", "cold s/answer", "warm s/answer", "mean kill rate", "graded"):
         table.add_column(column, justify="left" if column == "configuration" else "right")
-    console = Console()
+    console = Console(width=160)
     for name, problems, task in configurations:
         forget_verdicts()  # cold: no equivalence verdict known
         work = answers(problems, task)
