@@ -120,10 +120,19 @@ def is_task_problem(problem: Problem) -> bool:
     return problem.grader in (TESTBENCH_FLOW, ASSERTION_FLOW)
 
 
+#: A CVDP prompt's closing instruction of where to write the design (not the task's to follow).
+_WRITE_THE_DESIGN = re.compile(
+    r"(?:(?<=^)|(?<=[.!?]\s))(?:write|implement|put|place|provide)\b(?:[^.\n]|\.(?=s?vh?\b))*\bin\s+`?[\w./-]+\.s?vh?`?\.?[ \t]*",
+    re.I | re.M,
+)
+
+
 def specification(problem: Problem) -> str:
     """The problem's own description, without its benchmark's answer instructions."""
     bench = BENCHMARKS.get(problem.benchmark)
-    return (bench.specification(problem) if bench is not None else problem.prompt).strip()
+    if bench is not None:
+        return bench.specification(problem).strip()
+    return _WRITE_THE_DESIGN.sub("", problem.prompt).strip()
 
 
 def task_problem(problem: Problem, task: str, *, agentic: bool = False, coverage: bool = False) -> Problem | None:
@@ -196,15 +205,21 @@ def module_header(text: str, top: str) -> str:
     return found.group(0) if found else ""
 
 
-def _testbench_prompt(spec: str, design: DesignUnderTest) -> str:
+def _bench_preamble(kind: str, spec: str, design: DesignUnderTest, where: str) -> str:
+    """What both bench prompts open with: the request, the specification, the design's header."""
     header = module_header(design.text, design.top)
     interface = f" Its header:\n\n```verilog\n{header}\n```" if header else ""
     return (
-        f"Write a self-checking test bench for the design this specification describes.\n\n"
+        f"Write a self-checking {kind} for the design this specification describes.\n\n"
         f"## Specification\n\n{spec}\n\n"
-        f"## The design under test\n\nModule `{design.top}`; it is compiled beside your test bench, so do not "
-        f"define it yourself.{interface}\n\n"
+        f"## The design under test\n\nModule `{design.top}`{where}{interface}\n\n"
         f"## What to write\n\n"
+    )
+
+
+def _testbench_prompt(spec: str, design: DesignUnderTest) -> str:
+    where = "; it is compiled beside your test bench, so do not define it yourself."
+    return _bench_preamble("test bench", spec, design, where) + (
         f"- One file, `{BENCH_FILE}`, holding a module `{BENCH_TOP}` with no ports that instantiates `{design.top}`, "
         f"drives its inputs (clock and reset too, if it has them) and checks its outputs against what the "
         f"specification says.\n"
@@ -219,14 +234,8 @@ def _testbench_prompt(spec: str, design: DesignUnderTest) -> str:
 
 
 def _cocotb_prompt(spec: str, design: DesignUnderTest) -> str:
-    header = module_header(design.text, design.top)
-    interface = f" Its header:\n\n```verilog\n{header}\n```" if header else ""
-    return (
-        f"Write a self-checking cocotb test bench for the design this specification describes.\n\n"
-        f"## Specification\n\n{spec}\n\n"
-        f"## The design under test\n\nModule `{design.top}`, the top level cocotb drives (its handle is the test's "
-        f"`dut` argument).{interface}\n\n"
-        f"## What to write\n\n"
+    where = ", the top level cocotb drives (its handle is the test's `dut` argument)."
+    return _bench_preamble("cocotb test bench", spec, design, where) + (
         f"- One file, `{COCOTB_FILE}`: one or more `@cocotb.test()` coroutines (cocotb 2.0) that drive the inputs "
         f"(start a `cocotb.clock.Clock` on the clock, apply the reset, if the design has them) and `assert` that "
         f"the outputs match what the specification says.\n"
