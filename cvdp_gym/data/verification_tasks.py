@@ -110,7 +110,7 @@ def design_under_test(problem: Problem) -> DesignUnderTest | None:
         text = header.rstrip() + "\n" + text
     bench = BENCHMARKS.get(problem.benchmark)
     top = problem.extra.get("top") or problem.extra.get("module") or (bench.top_module if bench else None)
-    top = str(top or PurePosixPath(target or "design.sv").stem)
+    top = str(top or PurePosixPath(target or DESIGN_FILE).stem)
     settings = problem.extra.get("equivalence")
     return DesignUnderTest(problem.id, target or DESIGN_FILE, top, text, dict(settings) if isinstance(settings, dict) else {})
 
@@ -205,6 +205,13 @@ def module_header(text: str, top: str) -> str:
     return found.group(0) if found else ""
 
 
+#: How a bench is scored, as both bench prompts say it.
+_EARNS = (
+    "- It must pass on a correct design and fail on a wrong one: a bench that fails a correct design earns "
+    "nothing, and it earns more the more wrong designs it catches.\n"
+)
+
+
 def _bench_preamble(kind: str, spec: str, design: DesignUnderTest, where: str) -> str:
     """What both bench prompts open with: the request, the specification, the design's header."""
     header = module_header(design.text, design.top)
@@ -225,8 +232,7 @@ def _testbench_prompt(spec: str, design: DesignUnderTest) -> str:
         f"specification says.\n"
         f"- Report every mismatch with `$error(...)` (or `$fatal`, or a line that begins with `ERROR`), and end the "
         f"simulation with `$finish`.\n"
-        f"- It must pass on a correct design and fail on a wrong one: a bench that fails a correct design earns "
-        f"nothing, and it earns more the more wrong designs it catches.\n"
+        f"{_EARNS}"
         f"- Use only the design's ports: no hierarchical names into it, no files, no `$fopen`, `$readmem*`, "
         f"`$system` or plusargs.\n\n"
         f"Give the whole file in one ```verilog code block."
@@ -239,8 +245,7 @@ def _cocotb_prompt(spec: str, design: DesignUnderTest) -> str:
         f"- One file, `{COCOTB_FILE}`: one or more `@cocotb.test()` coroutines (cocotb 2.0) that drive the inputs "
         f"(start a `cocotb.clock.Clock` on the clock, apply the reset, if the design has them) and `assert` that "
         f"the outputs match what the specification says.\n"
-        f"- It must pass on a correct design and fail on a wrong one: a bench that fails a correct design earns "
-        f"nothing, and it earns more the more wrong designs it catches.\n"
+        f"{_EARNS}"
         f"- Use only the design's ports (`dut.<port>`); import only `cocotb` and the standard `random`, `math`, "
         f"`itertools`, `collections`, `functools`, `dataclasses`, `typing`, `enum` and `operator`; no files.\n\n"
         f"Give the whole file in one ```python code block."

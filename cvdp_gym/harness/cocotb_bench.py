@@ -28,17 +28,17 @@ import dataclasses
 import re
 import shlex
 import xml.etree.ElementTree as ElementTree
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from cvdp_gym.data.verification_tasks import COCOTB_FILE, DESIGN_FILE
 from cvdp_gym.harness.bench_verdicts import KILLED_RC, DesignRun
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
 __all__ = ["run_cocotb_designs"]
 
-BENCH_MODULE = "test_tb"
-BENCH_PY = f"{BENCH_MODULE}.py"
-DESIGN_FILE = "design.sv"
+BENCH_PY = COCOTB_FILE
+BENCH_MODULE = PurePosixPath(COCOTB_FILE).stem
 DRIVER = "cocotb_driver.py"
 RESULTS = "results.xml"
 _WHY_CHARS = 300

@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from cvdp_gym.data.verification_tasks import BENCH_FILE, DESIGN_FILE
 from cvdp_gym.harness.bench_verdicts import DesignRun, bench_verdict
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
 
 __all__ = ["run_verilog_designs"]
 
-BENCH_FILE, DESIGN_FILE = "tb.sv", "design.sv"
 _LOGS = ("compile.rc", "compile.log", "sim.rc", "sim.log")
 
 
