@@ -35,24 +35,38 @@ from cvdp_gym.benchmarks.verilog_eval_v1 import flow as verilog_eval_v1
 from cvdp_gym.benchmarks.verilog_eval_v2 import flow as verilog_eval
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.benchmarks import BENCHMARKS
-from cvdp_gym.harness.reach_in import Scan
+from cvdp_gym.gate import Scan
+from cvdp_gym.harness import runner
 
 FLOW_MODULES = (verilog_eval, verilog_eval_v1, rtllm)
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
 @contextmanager
-def untouched() -> Iterator[None]:
-    """The flows without the defence: no static check, the benchmark's own names, no guard."""
-    saved = [(m, m.scan, m.isolated_run) for m in FLOW_MODULES]
-    for module in FLOW_MODULES:
-        module.scan = lambda *args, **kwargs: Scan()
-        module.isolated_run = lambda found, sources, once, keep_dir: once(None, keep_dir)
+def ungated() -> Iterator[None]:
+    """The answer gate turned off (in the flows and in the runner); the run's names kept."""
+    saved = [(m, m.check) for m in (*FLOW_MODULES, runner)]
+    for module, _ in saved:
+        module.check = lambda *args, **kwargs: Scan()
     try:
         yield
     finally:
-        for module, scan, isolated_run in saved:
-            module.scan, module.isolated_run = scan, isolated_run
+        for module, check in saved:
+            module.check = check
+
+
+@contextmanager
+def untouched() -> Iterator[None]:
+    """The flows without the defence: no gate, the benchmark's own names, no guard."""
+    saved = [(m, m.isolated_run) for m in FLOW_MODULES]
+    for module in FLOW_MODULES:
+        module.isolated_run = lambda found, sources, once, keep_dir: once(None, keep_dir)
+    try:
+        with ungated():
+            yield
+    finally:
+        for module, isolated_run in saved:
+            module.isolated_run = isolated_run
 
 
 def main() -> None:
@@ -65,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
 
     table = Table(title=f"seconds per answer: the reach-in defence on and off ({args.jobs} at once, no cache)")
-    for column in ("benchmark", "copy", "answers", "untouched s/answer", "isolated s/answer", "cost"):
+    for column in ("benchmark", "copy", "answers", "untouched s/answer", "gate off s/answer", "shipped s/answer", "defence cost", "gate cost"):
         table.add_column(column, justify="left" if column in ("benchmark", "copy") else "right")
     for name, (root, real) in copies(args.benchmark_dir, args.only).items():
         for task in BENCHMARKS[name].tasks or ("",):
@@ -73,15 +87,18 @@ def main() -> None:
             answers = answers_for(load_dataset(spec, benchmark_dir=root).problems, args.mutants)
             plain: list[float] = []
             isolated: list[float] = []
+            no_gate: list[float] = []
             with console.status(f"{spec}: {len(answers)} answers, {args.repeat} turns each"):
                 for _ in range(args.repeat):
                     with untouched():
                         plain.append(ours(answers, args.jobs) / len(answers))
+                    with ungated():
+                        no_gate.append(ours(answers, args.jobs) / len(answers))
                     isolated.append(ours(answers, args.jobs) / len(answers))
-            before, after = statistics.median(plain), statistics.median(isolated)
+            before, off, after = statistics.median(plain), statistics.median(no_gate), statistics.median(isolated)
             table.add_row(
-                spec, "real" if real else "made-up", str(len(answers)), f"{before:.3f}", f"{after:.3f}",
-                f"{(after / before - 1) * 100:+.1f}%",
+                spec, "real" if real else "made-up", str(len(answers)), f"{before:.3f}", f"{off:.3f}", f"{after:.3f}",
+                f"{(after / before - 1) * 100:+.1f}%", f"{(after / off - 1) * 100:+.1f}%",
             )
     console.print(table)
 

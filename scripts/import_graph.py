@@ -34,6 +34,7 @@ PACKAGES = ("cvdp_gym", "rtl_trainer")
 CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "jsonl", "interrupt", "_version", "chat", "user_dirs", "seeds", "plugins"),
     ("data", "parsers"),
+    ("gate",),
     ("toolchain",),
     ("sandbox",),
     ("harness", "quality"),

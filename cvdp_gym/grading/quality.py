@@ -1,7 +1,11 @@
 """The quality stage: a passing answer measured against its reference, after the verdict.
 
-Correct comes first: only an answer whose tests passed is measured (a failing one gets no
-quality, so the ``quality`` reward cannot pay for a small wrong design). The answer and the
+Correct comes first: only an answer whose tests passed, and that the reference-equivalence
+grader shows equivalent to the reference (the backed verdict's proof, or a run of that grader
+here), is measured: a failing one gets no quality, so the ``quality`` reward cannot pay for a
+small wrong design, nor for a design the test bench misses a bug in. What is measured is the
+text the simulator compiled (the answer gate, :mod:`cvdp_gym.gate`, refuses an answer that
+tools would read differently: ``ifdef SYNTHESIS``). The answer and the
 problem's reference design are paired as the reference-equivalence grader pairs them
 (``grading.backed.reference_check``: the answer's files joined into one design, the top
 module the benchmark names), both run through the same flow (``QualitySettings.flow``:
@@ -32,8 +36,9 @@ from typing import Any
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.execution.cache import GradeCache, content_key
-from cvdp_gym.grading.backed import reference_check
+from cvdp_gym.grading.backed import EQUIVALENT, equivalence, reference_check
 from cvdp_gym.grading.result import GradeResult
+from cvdp_gym.harness.runner import HarnessRunner
 from cvdp_gym.quality import asic, fpga, liberty_cells, synthesis_warnings
 from cvdp_gym.quality import sources as design_sources
 from cvdp_gym.quality.asic import measure_asic
@@ -153,6 +158,22 @@ class QualityStage:
             package=settings.package, scratch=scratch, tools=self.tools,
         )
 
+    def equivalent(self, problem: Problem, result: GradeResult) -> str:
+        """Why the answer is not shown equivalent to its reference ("" when it is): its quality
+        is a figure of the design the tests judged only then (a split view, or a design the
+        test bench passes and the reference does not match, is measured never). An answer the
+        reference grader itself passed, or that the backed verdict proved, needs no second run."""
+        if result.reference_check.get("verdict") == EQUIVALENT:
+            return ""
+        check = reference_check(problem)
+        if isinstance(check, str):
+            return check
+        if check.same:  # graded by the reference grader: its pass is the proof
+            return ""
+        run = HarnessRunner(self.sandbox).run(check.twin, check.answer(result.files))
+        verdict = equivalence(run.passed, run.failure_class)
+        return "" if verdict == EQUIVALENT else f"the answer is not shown equivalent to the reference ({verdict}: {run.reason[:300]})"
+
     def assess(self, problem: Problem, result: GradeResult) -> GradeResult:
         """``result`` with its ``quality`` filled (a passing answer measured against its
         reference); a failing answer is returned as it is."""
@@ -164,6 +185,10 @@ class QualityStage:
             return result
         answer, reference, top = pair
         start = time.monotonic()
+        proof = self.equivalent(problem, result)
+        if proof:
+            result.quality = {"flow": self.settings.flow, "score": None, "failure": f"no quality: {proof}"}
+            return result
         candidate, baseline = self.measure(answer, top), self.measure(reference, top)
         score = score_measurements(candidate, baseline)
         result.quality = {

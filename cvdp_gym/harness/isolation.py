@@ -5,7 +5,7 @@ Icarus lets a design name outside itself is the scopes around it (the test bench
 named blocks, generate blocks, tasks and functions, upward from the answer's instance), the
 modules (to instantiate them, or as the head of a name from the root) and the files beside it
 (`` `include ``). ``isolate`` gives each run fresh names for all of those, so no name an answer
-writes can resolve outside it (:mod:`cvdp_gym.harness.reach_in` names the attempt):
+writes can resolve outside it (:mod:`cvdp_gym.gate.reach_in` names the attempt):
 
 - every module, interface and program the test bench's and the reference's files declare is
   renamed ``<prefix><name>`` where declared, instantiated, at the head of a dotted name and

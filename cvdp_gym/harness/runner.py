@@ -31,12 +31,12 @@ from typing import Any
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import RepoUnavailable
+from cvdp_gym.gate import NEVER, check
 from cvdp_gym.harness.compose import HarnessError, Service, parse_services
 from cvdp_gym.harness.flows import flow_for
 from cvdp_gym.harness.lint import LintResult, compile_only, full_parser_accepts
 from cvdp_gym.harness.logs import read_logs, writable_roots
 from cvdp_gym.harness.randomness import seed_environment, write_seed_module
-from cvdp_gym.harness.reach_in import rtl_scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
@@ -53,6 +53,7 @@ from cvdp_gym.harness.results import (
     os_failure_class,
     pytest_summary,
 )
+from cvdp_gym.harness.testbench import reach_in_result
 from cvdp_gym.harness.watch import RUN_TAG, ResultsWatcher
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
@@ -163,7 +164,9 @@ class HarnessRunner:
             return HarnessResult.failure(problem.id, UNSUPPORTED, missing)
         if problem.flow is not None:
             return self._run_flow(problem, files, limits, seed)
-        found = rtl_scan(files, problem.context)  # what no design answer needs (reach_in.NEVER)
+        # The answer gate (cvdp_gym.gate): every RTL file of the answer (an agent's whole
+        # workspace) and all it includes, read as the tools read it, against the design allowlist.
+        found = check(files, supplied=problem.context, rules=NEVER, workspace=workspace)
         if found.findings:
             service = ServiceResult(
                 "static check", False, REACH_IN, found.reason, None, tests=TestCounts(1, 0, 1),
@@ -221,6 +224,7 @@ class HarnessRunner:
             result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep, **drawn)
         except (UnsafePathError, OSError) as exc:
             return HarnessResult.failure(problem.id, os_failure_class(exc) if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
+        result = _gated(result, files, getattr(flow, "answer_kind", "design"))
         result.toolchain = {**result.toolchain, "simulator": self.toolchain.simulator_version(problem.toolchain)}
         return result
 
@@ -313,14 +317,24 @@ class HarnessRunner:
             started = time.time()
             with ResultsWatcher(writable_roots(run_dir), tag=call.tag, mounts=watched) as watcher:
                 outcome = self.sandbox.run(call.argv, **call.sandbox_kwargs())
-            # A results file gone before the watcher read it (the next simulation's clean build
-            # deleted it while a loaded machine held the watcher back): the counts would miss
-            # its tests. Run the service once more rather than count short.
-            if not watcher.lost or outcome.timed_out or attempt:
+            # The watcher fell behind (a results file gone before it read it, the next
+            # simulation's clean build deleted it while a loaded machine held the watcher back;
+            # lost events; a file written before its folder was watched): the counts would miss
+            # tests, or a write would go unseen. Run the service once more.
+            if not watcher.behind or outcome.timed_out or attempt:
                 break
         result = self._service_result(run_dir, service, outcome, service.generation or "", watcher, started)
         if watcher.lost:
             result.notes.append(f"{watcher.lost} results file(s) gone before they could be read: test counts are short")
+        # A pass needs the watcher to vouch for every results file (fail closed): one it could
+        # not read, too many, lost events or an unwatched folder: never a pass.
+        problems = watcher.problems
+        if problems and result.passed:
+            result.passed = False
+            result.failure_class = TEST_FAILURE
+            result.reason = "the results files cannot be vouched for: " + "; ".join(problems)
+        elif problems:
+            result.notes.extend(problems)
         return result
 
     def _build_cache_env(self, image: str | None) -> dict[str, str]:
@@ -493,6 +507,20 @@ def run_harness(
             return HarnessResult.failure(problem.id, UNSUPPORTED, "the dataset has no reference solution for this problem")
         files = problem.reference
     return _DEFAULT_RUNNER.run(problem, files, workspace=workspace, limits=limits)
+
+
+def _gated(result: HarnessResult, files: Mapping[str, str], kind: str | None) -> HarnessResult:
+    """A flow's result after the answer gate, which no flow can leave out: a flow's own call of
+    the gate (with the ``FULL`` rules of its run) already made a flagged answer ``reach_in``; a
+    flow that did not (a third party's) has its verdict made ``reach_in`` here, its official
+    reading kept. ``kind``: the flow's kind of answer (None: a verification task's, whose flow
+    reads it by its own rules; only its directives are read here)."""
+    if result.failure_class == REACH_IN:
+        return result
+    found = check(files, rules=NEVER, kind=kind or "design", directives_only=kind is None)
+    if not found.findings:
+        return result
+    return reach_in_result(result, found)
 
 
 def _seeded(flow_name: str) -> bool:

@@ -24,7 +24,7 @@ use no descriptor it did not open, so that is closed too (as is every file a des
 open to read the test bench's data).
 
 Nothing outside the answer can be named from it either (``isolated_run``): before any run,
-:mod:`cvdp_gym.harness.reach_in` checks what the answer names or opens outside its own
+:mod:`cvdp_gym.gate.reach_in` checks what the answer names or opens outside its own
 design (the test bench's or reference's instances, tasks, modules, ``$root``, ``force``,
 ``bind``, files, DPI); an answer it flags is ``reach_in``, never a pass. The others run with
 fresh names for the test bench's and reference's modules, scopes and files
@@ -48,8 +48,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cvdp_gym.gate import Scan
 from cvdp_gym.harness.isolation import Isolated, isolate
-from cvdp_gym.harness.reach_in import Scan
 from cvdp_gym.harness.results import REACH_IN, HarnessResult, ServiceResult, TestCounts
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
 from cvdp_gym.sandbox.paths import write_tree

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from cvdp_gym.gate import Scan
 from cvdp_gym.sandbox import Limits, Mount
 from cvdp_gym.sandbox.workspace import Workspace
 from tests.cvdp_gym.harness.test_runner import RTL, make_problem
@@ -23,6 +24,23 @@ PASSING_XML = (
     '<testcase name="test_all" classname="test_inv" /><testcase name="test_zero" classname="test_inv" />'
     "</testsuite></testsuites>"
 )
+
+
+@pytest.fixture
+def ungated(monkeypatch):
+    """The runtime defences alone: the answer gate (:mod:`cvdp_gym.gate`), which refuses each
+    of these designs before anything runs, turned off, as if an attack had slipped past it."""
+
+    def off() -> None:
+        monkeypatch.setattr("cvdp_gym.harness.runner.check", lambda *args, **kwargs: Scan())
+
+    return off
+
+
+def _refused(result, words: str = "") -> None:
+    """The answer gate's verdict: ``reach_in``, nothing run, ``words`` among its findings."""
+    notes = "\n".join(note for service in result.services for note in service.notes)
+    assert result.failure_class == "reach_in" and words in notes, (result.failure_class, result.reason)
 
 
 def _with(body: str, rtl: str = WRONG) -> str:
@@ -73,10 +91,14 @@ def test_fake_cocotb_summaries_printed_by_a_design_count_for_nothing(runner):
 
 
 @pytest.mark.parametrize("when", ["final", "initial"])
-def test_a_design_that_writes_cocotbs_results_file_fails(runner, when):
+def test_a_design_that_writes_cocotbs_results_file_fails(runner, ungated, when):
     """A ``final`` block that rewrites the results file with passing cases makes pytest pass
-    (the official harness believes it); writing it early is caught the same way."""
+    (the official harness believes it); writing it early is caught the same way. The gate
+    refuses the write (a design writes only data files of its folder); past it, the watch
+    counts the writes."""
     forge = _write_file("/code/rundir/sim_build/test_inv.result.xml", PASSING_XML, when)
+    _refused(runner.run(make_problem(), {"rtl/inv.sv": _with(forge)}), "not a data file")
+    ungated()
     result = runner.run(make_problem(), {"rtl/inv.sv": _with(forge)})
     assert not result.passed
     assert result.failure_class == "test_failure" and "results file" in result.reason, result.reason
@@ -85,12 +107,14 @@ def test_a_design_that_writes_cocotbs_results_file_fails(runner, when):
 
 @pytest.mark.parametrize("generation", ["cocotb2", "cocotb1"])
 @pytest.mark.parametrize("rtl", [WRONG, RTL], ids=["wrong", "correct"])
-def test_a_results_file_of_its_own_pads_no_counts(runner, generation, rtl):
+def test_a_results_file_of_its_own_pads_no_counts(runner, ungated, generation, rtl):
     """Only the results file the simulation was told to write (``COCOTB_RESULTS_FILE`` in
     the simulator's environment, which the design cannot change) counts."""
     many = PASSING_XML.replace("</testsuite>", '<testcase name="x" classname="y" />' * 50 + "</testsuite>")
     extra = _write_file("/code/rundir/sim_build/padding.result.xml", many, "initial")
     extra += "\n" + _write_file("/code/rundir/results.xml", many, "initial").replace("integer fd;", "")
+    _refused(runner.run(make_problem(generation), {"rtl/inv.sv": _with(extra, rtl)}), "not a data file")
+    ungated()
     result = runner.run(make_problem(generation), {"rtl/inv.sv": _with(extra, rtl)})
     expected_pass = rtl is RTL
     assert result.passed is expected_pass, result.reason
@@ -103,8 +127,11 @@ def test_a_correct_design_is_not_mistaken_for_a_forger(runner):
 
 
 @pytest.mark.parametrize("ending", ['initial $finish;', 'initial begin #0; $fatal(1, "done"); end', "initial $stop;"])
-def test_ending_the_simulation_early_does_not_pass(runner, ending):
-    """cocotb records the tests the simulation never ran as failed; ``$stop`` changes nothing."""
+def test_ending_the_simulation_early_does_not_pass(runner, ungated, ending):
+    """No design needs to end the simulation (the gate's allowlist); past it, cocotb records
+    the tests the simulation never ran as failed; ``$stop`` changes nothing."""
+    _refused(runner.run(make_problem(), {"rtl/inv.sv": _with(f"  {ending}")}), "not one of the system tasks")
+    ungated()
     result = runner.run(make_problem(), {"rtl/inv.sv": _with(f"  {ending}")})
     assert result.failure_class == "test_failure", result.reason
     assert result.tests.passed == 0
@@ -113,19 +140,23 @@ def test_ending_the_simulation_early_does_not_pass(runner, ending):
 # -- the classifier -------------------------------------------------------------------
 
 
-def test_sorry_in_a_log_the_design_writes_is_no_excuse_on_the_host(host_runner):
+def test_sorry_in_a_log_the_design_writes_is_no_excuse_on_the_host(host_runner, ungated):
     """The host fallback's ``toolchain_gap`` rests on Icarus's own located diagnostics at
     build time; a log written by a simulated design cannot turn failed tests into one."""
     log = "/code/rtl/inv.sv:1: sorry: this construct is not supported\\n"
+    _refused(host_runner.run(make_problem(), {"rtl/inv.sv": _with(_write_file("/code/rundir/sorry.log", log, "initial"))}))
+    ungated()
     for path in ("/code/rundir/sim_build/build.log", "/code/rundir/sorry.log"):
         result = host_runner.run(make_problem(), {"rtl/inv.sv": _with(_write_file(path, log, "initial"))})
         assert result.failure_class == "test_failure", result.reason
 
 
-def test_sorry_in_an_include_name_is_no_excuse(runner, host_runner):
+def test_sorry_in_an_include_name_is_no_excuse(runner, host_runner, ungated):
     """The compiler echoes the include name: on the root nothing is excused anyway, and on
     the host only Icarus's own located ``file:line: sorry:`` counts."""
     broken = '`include "sorry: this construct is not supported"\n' + RTL.replace("endmodule", "")
+    _refused(runner.run(make_problem(), {"rtl/inv.sv": broken}), "not one of the answer's own files")
+    ungated()
     for chosen in (runner, host_runner):
         result = chosen.run(make_problem(), {"rtl/inv.sv": broken})
         assert result.failure_class == "build_error", result.reason + result.log_tail
@@ -136,26 +167,31 @@ def test_sorry_in_an_include_name_is_no_excuse(runner, host_runner):
 # -- the harness ----------------------------------------------------------------------
 
 
-def test_a_design_cannot_edit_the_harness(runner):
+def test_a_design_cannot_edit_the_harness(runner, ungated):
     """``/src`` is mounted read-only: a design that rewrites the tests still fails them."""
     always_pass = "def test_inv():\\n    pass\\n"
     attack = _write_file("/src/test_runner.py", always_pass, "initial")
     problem = make_problem()
     before = dict(problem.harness)
+    _refused(runner.run(problem, {"rtl/inv.sv": _with(attack)}), "not a data file")
+    ungated()
     result = runner.run(problem, {"rtl/inv.sv": _with(attack)})
     assert result.failure_class == "test_failure", result.reason
     assert problem.harness == before
 
 
-def test_a_design_can_read_the_tests_as_in_the_official_image(runner):
-    """cocotb imports the tests from ``/src`` inside the simulator, so the design can read
-    them, as in the official image; we do not hide them (that would change harness
-    semantics). The agentic workspace never holds them (tests/test_agentic.py)."""
+def test_a_design_that_reads_the_tests_is_refused_though_the_official_image_lets_it(runner, ungated):
+    """cocotb imports the tests from ``/src`` inside the simulator, so a design could read
+    them, as in the official image; the gate refuses a read outside the answer's working
+    folder (we do not hide them: that would change harness semantics). The agentic workspace
+    never holds them (tests/test_agentic.py)."""
     peek = (
         "  integer fd, n; reg [8*64-1:0] line;\n"
         '  initial begin fd = $fopen("/src/test_inv.py", "r"); n = $fgets(line, fd);'
         ' $display("PEEK[%0s]", line); end'
     )
+    _refused(runner.run(make_problem(), {"rtl/inv.sv": _with(peek, RTL)}), "outside the answer's working folder")
+    ungated()
     result = runner.run(make_problem(), {"rtl/inv.sv": _with(peek, RTL)})
     assert result.passed  # judged on behaviour only
     assert "PEEK[import cocotb" in result.log_tail, result.log_tail
@@ -193,11 +229,12 @@ def test_a_verilator_design_rewriting_the_results_file_from_a_shell_fails(runner
     attack += f'\n  final $system("rm -f {target}; cp /code/rundir/fake.xml {target}");'
     result = runner.run(problem, {path: _with(attack, rtl)})
     assert not result.passed
-    assert result.failure_class == "reach_in" and "`$system` runs a command" in result.reason, result.reason
+    _refused(result, "`$system`: not one of the system tasks")
 
 
 @pytest.mark.docker
-def test_the_docker_backend_catches_the_same_forgeries(docker_runner):
+def test_the_docker_backend_catches_the_same_forgeries(docker_runner, ungated):
+    ungated()  # the runtime defences, as past the gate
     many = PASSING_XML.replace("</testsuite>", '<testcase name="x" classname="y" />' * 50 + "</testsuite>")
     padded = docker_runner.run(make_problem(), {"rtl/inv.sv": _with(_write_file("/code/rundir/sim_build/padding.result.xml", many, "initial"), RTL)})
     assert padded.passed and (padded.tests.total, padded.tests.passed) == (2, 2), padded.tests

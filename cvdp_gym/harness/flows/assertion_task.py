@@ -58,6 +58,8 @@ class AssertionTaskFlow:
     """Grades SVA properties by the bugs they catch without failing, or idling on, the reference."""
 
     name = ASSERTION_FLOW
+    #: Its answer is a bench or properties, read by its own rules (the gate reads its directives).
+    answer_kind = None
     seeded: ClassVar[bool] = True
 
     def run(

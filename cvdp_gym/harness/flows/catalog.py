@@ -35,6 +35,8 @@ class Flow(Protocol):
     """Runs one answer to a benchmark problem and judges it as the benchmark does."""
 
     name: str
+    #: Optional: the kind of answer it grades, whose allowlist the answer gate applies
+    #: (:mod:`cvdp_gym.gate.system_tasks`; ``"design"`` when a flow does not say).
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,

@@ -10,7 +10,7 @@ the answer holds. The problem (API29): ``reference`` = {target: reference design
    reference that cannot be driven (no such module, inout or unpacked ports, no output,
    a sequential design with no clock found, a module it instantiates but does not define,
    a stimulus too large) is ``unsupported``: labelled, never the answer's failure. An
-   answer that names or opens anything outside its own design (:mod:`cvdp_gym.harness.reach_in`:
+   answer that names or opens anything outside its own design (:mod:`cvdp_gym.gate.reach_in`:
    the test bench's or reference's scopes, ``$root``, ``bind``, files, DPI) is ``reach_in``,
    with no simulation. The answer must declare the same top with the same ports (name,
    direction, width), else ``interface_error`` with no simulation (an answer slang cannot
@@ -44,6 +44,7 @@ from typing import Any
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError, HarnessError, SandboxUnavailable
+from cvdp_gym.gate import check
 from cvdp_gym.harness.equivalence.formal import LOGS as FORMAL_LOGS
 from cvdp_gym.harness.equivalence.formal import (
     TIMED_OUT,
@@ -80,7 +81,6 @@ from cvdp_gym.harness.equivalence.testbench import (
     value_literal,
 )
 from cvdp_gym.harness.equivalence.verdict import judge, stopped
-from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
@@ -153,7 +153,7 @@ class ReferenceFlow:
         if isinstance(reference, str):
             return stopped(problem, UNSUPPORTED, reference, mode=settings.mode)
         run = _Run(problem, settings, sandbox, limits, keep_dir, target, files.get(target, ""), reference, RunNames())
-        found = scan({target: run.answer})  # the names above are random; this names the attempt
+        found = check({target: run.answer})  # the names above are random; this names the attempt
         if found.findings:
             why = "\n".join(str(f) for f in found.findings)
             return stopped(problem, REACH_IN, found.reason, mode=settings.mode, log_tail=why)

@@ -76,6 +76,8 @@ class TestbenchTaskFlow:
     """Grades a test bench by the bugs it catches without failing the reference."""
 
     name = TESTBENCH_FLOW
+    #: Its answer is a bench or properties, read by its own rules (the gate reads its directives).
+    answer_kind = None
     seeded: ClassVar[bool] = True
     __test__ = False  # not a pytest class, whatever its name says
 

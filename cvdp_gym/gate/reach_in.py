@@ -10,10 +10,13 @@ memory (``/proc/self/mem``, where :mod:`cvdp_gym.harness.testbench`'s per-run se
 Per-run random names (:mod:`cvdp_gym.harness.isolation`) make such names lead nowhere; this
 check names the attempt, so the verdict says ``reach_in`` and why.
 
-Contract: ``scan(files, supplied=, readable=, protected=, rules=)`` parses the answer's
-files (``{path: text}``) with slang (pyslang), in process, and returns a :class:`Scan`: the
-:class:`Finding` list (each ``path:line: what``) and the definitions the answer declares;
-``rtl_scan`` applies the ``NEVER`` rules to a CVDP answer. ``rules``:
+Contract: ``scan(files, supplied=, readable=, protected=, rules=, kind=, included=)`` parses
+the answer's files (``{path: text}``, with the files its includes reach, ``included``: see
+:mod:`cvdp_gym.gate.directives`, which is read first) with slang (pyslang), in process, and
+returns a :class:`Scan`: the :class:`Finding` list (each ``path:line: what``) and the
+definitions the answer declares. Every system task or function the answer calls must be on
+its kind's allowlist (:mod:`cvdp_gym.gate.system_tasks`); the file tasks there are checked by
+these rules. ``rules``:
 
 - ``FULL`` (the test-bench flows and the reference grader): the answer's files are compiled
   alone, with ``supplied`` (RTL the problem gives the answer, counted as its own); a dotted
@@ -27,13 +30,15 @@ files (``{path: text}``) with slang (pyslang), in process, and returns a :class:
   ``32'h8000_0003`` names the test bench's open files; standard output and error may be
   written; a variable of its own counts only when every assignment is a ``$fopen`` and it is
   used nowhere but as a descriptor, compared or tested: ``fd + 1``, ``fd++`` or ``$sscanf``
-  into it reach other descriptors), ``$system``, and ``$finish``/``$stop``/``$fatal``/``$exit`` (the test bench ends
-  its simulation). ``force``/``release``, procedural ``assign``/``deassign`` and
+  into it reach other descriptors). ``force``/``release``, procedural ``assign``/``deassign`` and
   ``defparam`` are named as such when their target is outside. A plain undeclared name is not
   a finding: Icarus resolves none outside either, so it is the build error it always was;
 - ``NEVER`` (CVDP's cocotb harnesses, which compile no test-bench module beside the answer):
   only what no design answer needs: ``$root``, ``bind`` into a module that neither the answer
-  nor ``supplied`` defines, DPI, ``$system``, file names that are not literals or name ``/proc``.
+  nor ``supplied`` defines, DPI, file names that are not literals; a file read by a path that
+  is absolute or climbs out of the working folder (``/proc/self/environ``, the harness's
+  ``/src``), a file written anywhere but a plain name of the working folder with a data
+  extension (:data:`WRITABLE_SUFFIXES`: never cocotb's ``*.xml`` results nor Python).
 
 Never a finding on legitimate code (``tests/cvdp_gym/harness/test_reach_in.py``): every
 reference of every benchmark, the bundled CVDP problems and the training fixtures scan clean,
@@ -51,17 +56,20 @@ from dataclasses import dataclass, field
 
 from pyslang import SourceManager, ast, syntax
 
-__all__ = ["FULL", "NEVER", "Finding", "Scan", "rtl_scan", "scan"]
+from cvdp_gym.gate.findings import Finding, Scan
+from cvdp_gym.gate.system_tasks import allowed
+
+__all__ = ["FULL", "NEVER", "RTL_SUFFIXES", "Finding", "Scan", "scan"]
 
 SK = syntax.SyntaxKind
 FULL, NEVER = "full", "never"
-#: The files ``rtl_scan`` reads.
+#: The files of an answer the gate reads as Verilog (included files are read whatever their name).
 RTL_SUFFIXES = (".v", ".sv", ".vh", ".svh")
 #: System tasks whose first argument names a file they read, and those that name one they write
 #: (``$fopen``'s mode decides: ``"r"`` reads, ``"w"``/``"a"`` or no mode, a multichannel
 #: descriptor, writes).
-FILE_READS = frozenset({"$readmemb", "$readmemh", "$sdf_annotate", "$readmempath", "$fopenr"})
-FILE_WRITES = frozenset({"$writememb", "$writememh", "$dumpfile", "$fopenw", "$fopena"})
+FILE_READS = frozenset({"$readmemb", "$readmemh"})
+FILE_WRITES = frozenset({"$writememb", "$writememh", "$dumpfile"})
 FILE_NAME_TASKS = FILE_READS | FILE_WRITES | {"$fopen"}
 #: System tasks that read or write through a file descriptor: only one the answer opened itself
 #: (a variable every assignment of which is a ``$fopen``), or standard output and error to write.
@@ -76,12 +84,9 @@ _READ_ONLY_USES = frozenset({
 })
 #: Standard output and error, as descriptors and as multichannel descriptors (Icarus).
 STANDARD_FDS = frozenset({1, 2, 0x8000_0001, 0x8000_0002})
-#: System tasks that reach the process itself.
-PROCESS_TASKS = frozenset({"$system"})
-#: System tasks that end the simulation, the test bench's to end (``FULL`` only): a design that
-#: calls ``$finish`` at time 0 left VerilogEval's test bench to print ``Mismatches: 0 in 0
-#: samples``, a pass. No reference of any benchmark calls one.
-ENDING_TASKS = frozenset({"$finish", "$stop", "$fatal", "$exit"})
+#: The extensions of the files a design may write under ``NEVER`` (data and waveforms; never a
+#: results file a harness reads, nor code).
+WRITABLE_SUFFIXES = (".txt", ".log", ".out", ".dat", ".csv", ".hex", ".mem", ".bin", ".vcd", ".fst", ".lxt", ".lx2", ".ghw")
 #: slang's diagnostics of a name declared nowhere in what was compiled ("did you mean" included).
 _UNDECLARED = frozenset({"UndeclaredIdentifier", "TypoIdentifier", "UndeclaredButFoundPackage"})
 #: slang's diagnostics of a name that leads outside what was compiled.
@@ -105,33 +110,6 @@ _TARGETED = {
 _SVINT = re.compile(r"\d+'s?([bodh])([0-9a-fA-F]+)")
 _RADIX = {"b": 2, "o": 8, "d": 10, "h": 16}
 _DEFINITIONS = (SK.ModuleDeclaration, SK.InterfaceDeclaration, SK.ProgramDeclaration, SK.PackageDeclaration, SK.UdpDeclaration)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing the answer reaches outside its design: where, and what (one line)."""
-
-    path: str
-    line: int
-    what: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.what}"
-
-
-@dataclass
-class Scan:
-    """What :func:`scan` found: its findings, and the definitions the answer declares
-    (modules, interfaces, programs, packages, primitives: a test bench's module of the same
-    name changes the benchmark's own compilation)."""
-
-    findings: list[Finding] = field(default_factory=list)
-    definitions: frozenset[str] = frozenset()
-
-    @property
-    def reason(self) -> str:
-        """The first finding, the verdict's one-line reason ("" when clean)."""
-        return str(self.findings[0]) if self.findings else ""
 
 
 @dataclass
@@ -178,19 +156,27 @@ def scan(
     readable: Iterable[str] = (),
     protected: Iterable[str] = (),
     rules: str = FULL,
+    kind: str = "design",
+    included: Mapping[str, str] | None = None,
 ) -> Scan:
     """Find what the answer's ``files`` reach outside themselves (and ``supplied``, counted as
     theirs); ``readable``: more file names the answer may read by literal name; ``protected``:
-    names it may not write (the test bench's files and data)."""
+    names it may not write (the test bench's files and data); ``kind``: whose allowlist of
+    system tasks applies; ``included``: the files its includes reach (already resolved inside
+    the answer by :func:`cvdp_gym.gate.directives.read_directives`), by the path slang looks up."""
     manager = SourceManager()
     supplied = dict(supplied or {})
-    # Every file is a buffer of its own path, so an `include of one resolves in memory, never on the host.
+    # Every file is a buffer of its own path, so an `include of one resolves in memory, never on
+    # the host (the directives were read first: an include of anything else never gets here).
+    for path, text in (included or {}).items():
+        if path not in files and path not in supplied:
+            manager.assignText(path, text)
     buffers = {path: manager.assignText(path, text) for path, text in {**supplied, **files}.items()}
     parsed = [_File(path, syntax.SyntaxTree.fromBuffer(buffers[path], manager), path in files) for path in buffers]
     own = [item for item in parsed if item.own]
     definitions: set[str] = set()
     for item in own:
-        _walk(item, manager, definitions, rules)
+        _walk(item, manager, definitions, rules, kind)
     defined = set(definitions)
     for item in (i for i in parsed if not i.own):
         item.tree.root.visit(lookup_table={kind: lambda node: defined.add(_definition_name(node)) for kind in _DEFINITIONS})
@@ -205,7 +191,6 @@ def scan(
             if writes:
                 files_of.note_written(_values(argument, params))
     for item in own:
-        _check_includes(item, manager, own_names, rules)
         item.findings += [
             Finding(item.path, line, f"`bind {target}`: a target the answer does not define")
             for target, line in item.binds if target not in defined
@@ -231,16 +216,6 @@ def scan(
     return Scan(findings, frozenset(definitions))
 
 
-def rtl_scan(files: Mapping[str, str], context: Mapping[str, str] | None) -> Scan:
-    """The ``NEVER`` rules over a CVDP answer's RTL files, the problem's other RTL files
-    (``context``) counted as its own (an answer with no RTL file: nothing to check)."""
-    own = {path: text for path, text in files.items() if path.endswith(RTL_SUFFIXES)}
-    if not own:
-        return Scan()
-    supplied = {path: text for path, text in (context or {}).items() if path.endswith(RTL_SUFFIXES) and path not in own}
-    return scan(own, supplied=supplied, rules=NEVER)
-
-
 def _definition_name(node: syntax.SyntaxNode) -> str:
     return node.name.valueText if node.kind == SK.UdpDeclaration else node.header.name.valueText
 
@@ -249,7 +224,7 @@ def _line(manager: SourceManager, location) -> int:
     return int(manager.getLineNumber(manager.getFullyExpandedLoc(location)))
 
 
-def _walk(item: _File, manager: SourceManager, definitions: set[str], rules: str) -> None:
+def _walk(item: _File, manager: SourceManager, definitions: set[str], rules: str, kind: str) -> None:
     """One pass over the syntax tree: definitions, sites, and the syntactic findings."""
     tree = item.tree
 
@@ -295,14 +270,10 @@ def _walk(item: _File, manager: SourceManager, definitions: set[str], rules: str
 
     def system(node: syntax.SyntaxNode) -> None:
         name = node.systemIdentifier.valueText
-        if name not in FILE_NAME_TASKS | PROCESS_TASKS | FD_READS | FD_WRITES | ENDING_TASKS:
+        if not allowed(name, kind):
+            add(node, f"`{name}`: not one of the system tasks a {kind} answer may call")
             return
-        if name in PROCESS_TASKS:
-            add(node, f"`{name}` runs a command outside the simulation")
-            return
-        if name in ENDING_TASKS:
-            if rules == FULL:
-                add(node, f"`{name}` ends the test bench's simulation")
+        if name not in FILE_NAME_TASKS | FD_READS | FD_WRITES:
             return
         args = _arguments(node)
         line = _line(manager, node.sourceRange.start)
@@ -378,16 +349,6 @@ def _walk(item: _File, manager: SourceManager, definitions: set[str], rules: str
         item.targeted.clear()
 
 
-def _check_includes(item: _File, manager: SourceManager, own: set[str], rules: str) -> None:
-    for directive in item.tree.getIncludeDirectives():
-        path = posixpath.normpath(directive.path)
-        line = _line(manager, directive.syntax.sourceRange.start)
-        if rules == FULL and path not in own:
-            item.findings.append(Finding(item.path, line, f'`include "{directive.path}": not one of the answer\'s own files'))
-        elif rules != FULL and path.startswith("/proc"):
-            item.findings.append(Finding(item.path, line, f'`include "{directive.path}": the process\'s own files'))
-
-
 def _compile(parsed: list[_File], manager: SourceManager) -> None:
     """Compile the answer's files (and the supplied ones) alone: what does not resolve there
     leads outside. Only diagnostics at a site (a dotted name's head, a call, a ``disable``) or
@@ -451,8 +412,10 @@ class _Files:
                 return "with a file name that is not a literal"
             path = posixpath.normpath(value)
             if rules != FULL:
-                if path.startswith("/proc") or "/proc/" in path:
-                    return f'of "{value}", the process\'s own files'
+                if writes and not (_plain(value) and value.lower().endswith(WRITABLE_SUFFIXES)):
+                    return f'of "{value}", not a data file of the working folder'
+                if not writes and (path.startswith(("/", "..")) or not value):
+                    return f'of "{value}", a file outside the answer\'s working folder'
             elif writes and (not _plain(value) or path in self.protected):
                 return f'of "{value}", a file that is not the answer\'s own to write'
             elif not writes and path not in self.own:

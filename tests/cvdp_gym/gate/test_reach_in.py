@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from cvdp_gym.data import bundled_candidates, load_dataset
+from cvdp_gym.gate import check
+from cvdp_gym.gate.reach_in import NEVER
 from cvdp_gym.harness.isolation import isolate
-from cvdp_gym.harness.reach_in import NEVER, rtl_scan, scan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 HEADER = "module TopModule (input clk, input a, output q);\n"
@@ -23,7 +24,7 @@ HEADER = "module TopModule (input clk, input a, output q);\n"
 
 def findings(body: str, **options) -> list[tuple[int, str]]:
     """(line, what) of each finding in a TopModule with ``body`` (line 2 is the body's first)."""
-    return [(f.line, f.what) for f in scan({"answer.sv": HEADER + body + "endmodule\n"}, **options).findings]
+    return [(f.line, f.what) for f in check({"answer.sv": HEADER + body + "endmodule\n"}, **options).findings]
 
 
 @pytest.mark.parametrize(
@@ -46,7 +47,7 @@ def findings(body: str, **options) -> list[tuple[int, str]]:
         ('  integer fd;\n  initial fd = $fopen("/proc/self/mem", "r");\n', 3, '`$fopen` of "/proc/self/mem"'),
         ('  reg [7:0] m [0:3];\n  initial $readmemh("reference.dat", m);\n', 3, '`$readmemh` of "reference.dat"'),
         ('  string f = "x";\n  initial $dumpfile(f);\n', 3, "`$dumpfile` with a file name that is not a literal"),
-        ('  initial $system("cat /proc/self/environ");\n', 2, "`$system` runs a command"),
+        ('  initial $system("cat /proc/self/environ");\n', 2, "`$system`: not one of the system tasks"),
         ("  string s;\n  integer r;\n  initial r = $fgets(s, 32'h8000_0003);\n", 4, "`$fgets` through a descriptor the answer"),
         ("  initial $fdisplay(32'h8000_0003, 1);\n", 2, "`$fdisplay` through a descriptor the answer did not open"),
         ("  integer fd = 32'h8000_0003;\n  string s;\n  initial $fscanf(fd, \"%s\", s);\n", 4, "`$fscanf` through a"),
@@ -61,14 +62,14 @@ def test_each_reach_is_found_with_its_line(body, line, words):
 
 
 def test_an_include_of_anything_but_the_answer_s_own_files():
-    found = scan({"answer.sv": '`include "Prob001_and3_test.sv"\n' + HEADER + "endmodule\n"}).findings
+    found = check({"answer.sv": '`include "Prob001_and3_test.sv"\n' + HEADER + "endmodule\n"}).findings
     assert [(f.line, f.what) for f in found] == [(1, '`include "Prob001_and3_test.sv": not one of the answer\'s own files')]
     own = {"rtl/defs.vh": "`define W 4\n", "rtl/top.sv": '`include "rtl/defs.vh"\n' + HEADER + "endmodule\n"}
-    assert not scan(own).findings
+    assert not check(own).findings
 
 
 def test_the_reason_names_the_file_and_line():
-    result = scan({"rtl/top.sv": HEADER + "  assign q = good1.q;\nendmodule\n"})
+    result = check({"rtl/top.sv": HEADER + "  assign q = good1.q;\nendmodule\n"})
     assert result.reason == "rtl/top.sv:2: `good1.q`: a hierarchical reference that leaves the answer's own design"
     assert result.definitions == {"TopModule"}
 
@@ -137,7 +138,7 @@ def test_a_design_s_own_hierarchy_is_not_a_reach():
     """Submodules, generate blocks, named blocks, struct members, interface ports and modports,
     packages, own functions and tasks, ``disable`` of its own block, upward names to its own
     top, and printing to standard error."""
-    result = scan({"answer.sv": LEGITIMATE})
+    result = check({"answer.sv": LEGITIMATE})
     assert result.findings == []
     assert result.definitions == {"my_pkg", "bus_if", "leaf", "sink", "TopModule", "watcher"}
 
@@ -198,8 +199,8 @@ def test_the_cocotb_rules_flag_only_what_no_design_needs():
     assert [line for line, _ in findings(never, rules=NEVER)] == [2, 3, 4, 6]
     context = {"rtl/spy.sv": "module Elsewhere; endmodule\n"}
     answer = {"rtl/top.sv": HEADER + "  bind Elsewhere spy s ();\nendmodule\n"}
-    assert not rtl_scan(answer, context).findings
-    assert not rtl_scan({"docs/answer.md": "$root"}, context).findings  # not RTL
+    assert not check(answer, supplied=context, rules=NEVER).findings
+    assert not check({"docs/answer.md": "$root"}, supplied=context, rules=NEVER).findings  # not RTL
 
 
 def references(spec: str, folder: Path) -> list[tuple[str, dict[str, str]]]:
@@ -228,15 +229,15 @@ def test_no_reference_is_flagged():
         *((p.id, dict(p.reference)) for p in load_dataset("reference-set", benchmark_dir=FIXTURES / "training" / "generic.jsonl").problems),
         *((p.id, dict(p.reference)) for p in load_dataset("verithoughts", benchmark_dir=FIXTURES / "training" / "verithoughts.jsonl").problems),
     ]
-    flagged = [(pid, str(f)) for pid, files in checked for f in scan(files).findings]
+    flagged = [(pid, str(f)) for pid, files in checked for f in check(files).findings]
     bundled = {p.id: p for p in load_dataset("bundled").problems}
     answers = [(p.id, dict(p.reference or {})) for p in bundled.values()]
     answers += [(c.problem_id, c.files) for c in bundled_candidates()]
     for pid, files in answers:
-        flagged += [(pid, str(f)) for f in rtl_scan(files, bundled[pid].context).findings]
+        flagged += [(pid, str(f)) for f in check(files, supplied=bundled[pid].context, rules=NEVER).findings]
         rtl = {path: text for path, text in files.items() if path.endswith((".v", ".sv"))}
         context = {path: text for path, text in bundled[pid].context.items() if path.endswith((".v", ".sv")) and path not in rtl}
-        flagged += [(pid, str(f)) for f in scan(rtl, supplied=context).findings]
+        flagged += [(pid, str(f)) for f in check(rtl, supplied=context).findings]
     assert len(checked) > 20 and len(answers) > 40
     assert flagged == []
 

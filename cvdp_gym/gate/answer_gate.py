@@ -1,0 +1,123 @@
+"""The answer gate: one check every flow runs before an answer earns anything.
+
+It reads the answer as the tools that compile it read it: every Verilog file of the answer
+and every file its includes reach (:mod:`.directives`: one view for every tool, includes
+resolved inside the answer, no tool's pragma), then the preprocessed text with slang
+(:mod:`.reach_in`: each system task on its kind's allowlist (:mod:`.system_tasks`), names
+and files that stay inside the answer). A finding makes the answer ``reach_in``, never a
+pass, whichever flow grades it: :class:`~cvdp_gym.harness.runner.HarnessRunner` runs
+:func:`check` itself on every answer, so a third-party flow cannot leave it out, and the
+built-in flows pass it what they know of the run (the files they compile beside the answer,
+the names they protect) for the stricter ``FULL`` rules.
+
+Contract: ``check(files, kind=, supplied=, readable=, protected=, rules=, workspace=)`` →
+:class:`~cvdp_gym.gate.findings.Scan`. ``files``: the answer's files (``{path: text}``; under
+``FULL`` each is Verilog, as a benchmark flow compiles it; under ``NEVER`` those whose names end
+in :data:`~cvdp_gym.gate.reach_in.RTL_SUFFIXES`, the others read only when an include names
+them); ``workspace``: an agent's folder, whose files an include may also
+name, and whose Verilog files count as the answer's (an agent may edit any of them; those equal
+to a ``supplied`` file are the problem's). Results are memoised on the inputs (the runner and a
+flow ask about the same answer), except with a workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from cvdp_gym.gate.directives import read_directives
+from cvdp_gym.gate.findings import Scan
+from cvdp_gym.gate.reach_in import FULL, NEVER, RTL_SUFFIXES, scan
+
+__all__ = ["FULL", "NEVER", "check"]
+
+_MEMO: OrderedDict[str, Scan] = OrderedDict()
+_MEMO_SIZE = 256
+#: The largest file of a workspace an include may read.
+_MAX_INCLUDED_BYTES = 4_000_000
+
+
+def check(
+    files: Mapping[str, str],
+    *,
+    kind: str = "design",
+    supplied: Mapping[str, str] | None = None,
+    readable: Iterable[str] = (),
+    protected: Iterable[str] = (),
+    rules: str = FULL,
+    workspace: Path | None = None,
+    directives_only: bool = False,
+) -> Scan:
+    """Gate the answer's ``files`` (see the module's contract); a clean answer's ``Scan`` has
+    no findings. ``directives_only``: read the directives alone (an answer whose flow applies
+    its own rules to the rest: the verification tasks' benches and properties)."""
+    own = {path: text for path, text in files.items() if rules == FULL or path.endswith(RTL_SUFFIXES)}
+    if workspace is not None:
+        for path, text in _workspace_rtl(workspace).items():
+            if path not in own and (supplied or {}).get(path) != text:
+                own[path] = text
+    if not own:
+        return Scan()
+    others = {path: text for path, text in files.items() if path not in own}
+    supplied = {path: text for path, text in (supplied or {}).items() if path not in own}
+    readable, protected = tuple(readable), tuple(protected)
+    key = _key(own, others, supplied, readable, protected, rules, kind, directives_only) if workspace is None else ""
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return _MEMO[key]
+
+    def read(path: str) -> str | None:
+        if path in others:
+            return others[path]
+        return _workspace_text(workspace, path) if workspace is not None else None
+
+    directives = read_directives(own, supplied={p: t for p, t in supplied.items() if p.endswith(RTL_SUFFIXES)}, readable=read)
+    if directives.findings or directives_only:  # includes outside the answer, or tools reading it differently
+        found = Scan(sorted(set(directives.findings), key=lambda f: (f.path, f.line, f.what)))
+    else:
+        found = scan(
+            own, supplied={p: t for p, t in supplied.items() if p.endswith(RTL_SUFFIXES)}, readable=readable,
+            protected=protected, rules=rules, kind=kind, included=directives.included,
+        )
+    if key:  # a workspace can change under the same path: never memoised
+        _MEMO[key] = found
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return found
+
+
+def _workspace_rtl(workspace: Path, limit: int = 2000) -> dict[str, str]:
+    """The Verilog files of an agent's workspace (``{relative path: text}``), links left out."""
+    out: dict[str, str] = {}
+    for path in sorted(workspace.rglob("*")):
+        if len(out) >= limit:
+            break
+        if path.suffix in RTL_SUFFIXES and not path.is_symlink() and path.is_file():
+            relative = path.relative_to(workspace).as_posix()
+            text = _workspace_text(workspace, relative)
+            if text is not None:
+                out[relative] = text
+    return out
+
+
+def _workspace_text(workspace: Path, path: str) -> str | None:
+    """A file of the agent's workspace, by its relative path; never a link, never outside."""
+    target = workspace / path
+    try:
+        if target.is_symlink() or not target.is_file() or target.stat().st_size > _MAX_INCLUDED_BYTES:
+            return None
+        if not target.resolve().is_relative_to(workspace.resolve()):
+            return None
+        return target.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def _key(*parts: object) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(repr(sorted(part.items()) if isinstance(part, Mapping) else part).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()

@@ -1,0 +1,225 @@
+"""Read an answer's compiler directives as every tool reads them, and keep it to one view.
+
+Icarus, Verilator and Yosys each predefine macros of their own (``__ICARUS__``,
+``VERILATOR``, ``SYNTHESIS``, ``FORMAL``...), and a harness may add some on its command line.
+An answer that tests one of them compiles to one design in the simulator and another in the
+synthesiser or the formal check: ``ifdef __ICARUS__ initial $finish;`` ends VerilogEval's
+test bench at time 0, ``ifdef SYNTHESIS`` gives synthesis a one-gate body. Rather than list
+what each tool defines (a list an optimiser outgrows), the answer may test only what it set
+itself, so that its text reads the same under every tool by construction:
+
+- a conditional (`` `ifdef ``, `` `ifndef ``, `` `elsif ``) tests a macro whose state the
+  answer (or a file the problem supplies) set before it, in reading order, includes followed:
+  every tool then takes the same branch. An include guard (`` `ifndef X `` followed at once by
+  `` `define X ``) is allowed on a name no tool predefines (:data:`TOOL_MACROS`);
+- a macro it uses (`` `NAME ``) it defined before; the compiler directives of the language
+  (:data:`DIRECTIVES`) are the only others;
+- an `` `include `` names, by a literal, a file of the answer or of the problem (a relative
+  path, no ``..`` above the answer's folders; ``/code/...`` as the harness mounts it): the
+  included text is read as part of the answer. Anything else is refused before any tool, or
+  this gate's parser, opens it;
+- comments that a tool reads as a pragma (``synopsys``/``synthesis``/``pragma`` comments:
+  ``translate_off``, ``full_case``...) and attributes outside :data:`ATTRIBUTES` (Yosys's
+  ``(* blackbox *)``, ``(* anyseq *)``, ``(* full_case *)``) change what one tool compiles and
+  not another: refused.
+
+Contract: ``read_directives(files, supplied=, resolve=)`` walks the answer's files
+(``{path: text}``) and returns :class:`Directives`: the findings and
+every file the answer's includes reach (``included``: path as written, resolved path, text),
+which the name check then parses with the rest. Cheap: one regular-expression pass a file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from cvdp_gym.gate.findings import Finding
+
+__all__ = ["ATTRIBUTES", "DIRECTIVES", "TOOL_MACROS", "Directives", "read_directives", "resolve_include"]
+
+#: The language's compiler directives (IEEE 1800-2017 clause 22), which an answer may write
+#: besides the macros it defines. `` `pragma `` is left out: what it says is for one tool.
+DIRECTIVES = frozenset({
+    "define", "undef", "undefineall", "ifdef", "ifndef", "elsif", "else", "endif", "include",
+    "timescale", "default_nettype", "resetall", "celldefine", "endcelldefine", "unconnected_drive",
+    "nounconnected_drive", "line", "__FILE__", "__LINE__", "begin_keywords", "end_keywords",
+})
+#: Macros the tools this project runs predefine (Icarus, Verilator, Yosys's ``read_verilog``
+#: and ``-formal``, cocotb's builds, slang): never a safe include-guard name.
+TOOL_MACROS = frozenset({
+    "__ICARUS__", "__ICARUS_SYNTH__", "__VAMS_ENABLE__", "VERILATOR", "verilator", "verilator3",
+    "VERILATOR_TIMING", "SYSTEMVERILOG", "SV_COV_START", "coverage_block_off", "SYNTHESIS", "YOSYS",
+    "FORMAL", "SIMULATION", "COCOTB_SIM", "__slang__", "__slang_major__", "__slang_minor__",
+})
+#: Attributes that change no tool's reading of the design (synthesis hints kept for the netlist).
+ATTRIBUTES = frozenset({
+    "keep", "dont_touch", "keep_hierarchy", "ram_style", "rom_style", "ramstyle", "romstyle",
+    "syn_ramstyle", "syn_romstyle", "syn_keep", "mark_debug", "async_reg", "max_fanout", "src",
+})
+#: First words of a comment that a tool reads as a pragma.
+_PRAGMA_COMMENT = re.compile(r"\s*(synopsys|synthesis|pragma|translate_off|translate_on|rtl_synthesis|cadence|ambit|exemplar)\b", re.I)
+_TOKEN = re.compile(
+    r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
+    r'|(?P<string>"(?:\\.|[^"\\\n])*")'
+    r"|(?P<escaped>\\\S+)"
+    r'|(?P<paste>``|`"|`\\`")'
+    r"|`(?P<directive>[A-Za-z_]\w*)"
+    r"|(?P<attribute>\(\*\s*(?P<attribute_name>[A-Za-z_]\w*))",
+    re.S,
+)
+_NAME_AFTER = re.compile(r"[ \t]*([A-Za-z_]\w*)")
+_INCLUDE_PATH = re.compile(r'[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>)')
+#: The folders a CVDP workspace gives an answer, and where the harness mounts it.
+_ANSWER_ROOT = "/code/"
+_DEPTH = 32
+
+
+@dataclass
+class Directives:
+    """What :func:`read_directives` found: findings, and the files the answer's includes
+    reach, by the path slang looks up (the includer's folder joined to the name) and by the
+    resolved path, each with its text."""
+
+    findings: list[Finding] = field(default_factory=list)
+    included: dict[str, str] = field(default_factory=dict)
+
+
+def resolve_include(name: str, includer: str, known: Callable[[str], bool]) -> str | None:
+    """The answer's file an `` `include "name" `` in ``includer`` reads, or None: the
+    includer's folder first, then the answer's root (as ``+incdir`` and the working folder
+    give it), ``/code/`` taken as that root; never a path above it."""
+    if not name or "\x00" in name:
+        return None
+    if name.startswith(_ANSWER_ROOT):
+        name = name[len(_ANSWER_ROOT):]
+    elif name.startswith("/"):
+        return None
+    for candidate in (posixpath.join(posixpath.dirname(includer), name), name):
+        path = posixpath.normpath(candidate)
+        if not path.startswith("..") and not path.startswith("/") and known(path):
+            return path
+    return None
+
+
+def read_directives(
+    files: Mapping[str, str],
+    *,
+    supplied: Mapping[str, str] | None = None,
+    readable: Callable[[str], str | None] | None = None,
+) -> Directives:
+    """Check the directives of the answer's ``files`` (their includes followed) and collect
+    the included files. ``supplied``: the problem's own files (their definitions count, their
+    own directives are not checked); ``readable``: more of the answer's files by path (an
+    agent's workspace), read only when an include names them."""
+    supplied = dict(supplied or {})
+    found = Directives()
+
+    def text_of(path: str) -> str | None:
+        if path in files:
+            return files[path]
+        if path in supplied:
+            return supplied[path]
+        return readable(path) if readable is not None else None
+
+    cache: dict[str, str | None] = {}
+
+    def known(path: str) -> bool:
+        if path not in cache:
+            cache[path] = text_of(path)
+        return cache[path] is not None
+
+    state: set[str] = set()  # macros whose state the answer has set (defined or undefined)
+    defined: set[str] = set()
+    for text in supplied.values():  # the problem's files: their definitions are given
+        for match in _TOKEN.finditer(text):
+            if match.group("directive") in ("define", "undef"):
+                name = _NAME_AFTER.match(text, match.end())
+                if name:
+                    state.add(name.group(1))
+                    (defined.add if match.group("directive") == "define" else defined.discard)(name.group(1))
+    for path in files:
+        if path in supplied:
+            continue
+        _read(path, files[path], found, state, defined, known, cache, stack=[path])
+    return found
+
+
+def _read(
+    path: str, text: str, found: Directives, state: set[str], defined: set[str],
+    known: Callable[[str], bool], cache: dict[str, str | None], *, stack: list[str],
+) -> None:
+    """One file in reading order; an include is read where it stands."""
+
+    def add(offset: int, what: str) -> None:
+        found.findings.append(Finding(path, text.count("\n", 0, offset) + 1, what))
+
+    tokens = list(_TOKEN.finditer(text))
+    for index, match in enumerate(tokens):
+        if match.group("comment") is not None:
+            body = match.group("comment")[2:]
+            pragma = _PRAGMA_COMMENT.match(body)
+            if pragma:
+                add(match.start(), f"`{match.group('comment')[:60].strip()}`: a comment one tool reads as a pragma ({pragma.group(1)}) and another does not")
+            continue
+        if match.group("attribute") is not None:
+            name = match.group("attribute_name")
+            if name not in ATTRIBUTES:
+                add(match.start(), f"`(* {name} *)`: an attribute that changes how one tool reads the design")
+            continue
+        directive = match.group("directive")
+        if directive is None:
+            continue
+        if directive in ("define", "undef", "ifdef", "ifndef", "elsif"):
+            name_match = _NAME_AFTER.match(text, match.end())
+            if not name_match:
+                add(match.start(), f"`` `{directive} `` without a macro name")
+                continue
+            name = name_match.group(1)
+            if directive in ("define", "undef"):
+                state.add(name)
+                (defined.add if directive == "define" else defined.discard)(name)
+            elif name not in state and not _guard(directive, name, text, tokens, index):
+                add(match.start(), f"`` `{directive} {name} ``: a macro the answer does not define (a tool's or the harness's), so tools can read different designs")
+        elif directive == "undefineall":
+            add(match.start(), "`` `undefineall ``: clears the tools' own macros, which differ between tools")
+        elif directive == "include":
+            _include(path, text, match, found, state, defined, known, cache, stack, add)
+        elif directive not in DIRECTIVES and directive not in defined:
+            what = "a directive for one tool" if directive in ("pragma", "protect", "endprotect") else "a macro the answer does not define before it"
+            add(match.start(), f"`` `{directive} ``: {what}")
+
+
+def _guard(directive: str, name: str, text: str, tokens: list[re.Match[str]], index: int) -> bool:
+    """An include guard: `` `ifndef X `` whose next directive is `` `define X ``, X no tool's."""
+    if directive != "ifndef" or name in TOOL_MACROS:
+        return False
+    following = next((t for t in tokens[index + 1:] if t.group("directive") is not None or t.group("attribute") is not None), None)
+    if following is None or following.group("directive") != "define":
+        return False
+    defined = _NAME_AFTER.match(text, following.end())
+    return bool(defined) and defined.group(1) == name
+
+
+def _include(
+    path: str, text: str, match: re.Match[str], found: Directives, state: set[str], defined: set[str],
+    known: Callable[[str], bool], cache: dict[str, str | None], stack: list[str], add: Callable[[int, str], None],
+) -> None:
+    written = _INCLUDE_PATH.match(text, match.end())
+    if not written:
+        add(match.start(), "`` `include `` of a name that is not a literal")
+        return
+    name = written.group(1) if written.group(1) is not None else written.group(2)
+    target = resolve_include(name, path, known)
+    if target is None:
+        add(match.start(), f'`include "{name}": not one of the answer\'s own files')
+        return
+    if target in stack or len(stack) >= _DEPTH:
+        add(match.start(), f'`include "{name}": includes itself')
+        return
+    body = cache[target] or ""
+    found.included[posixpath.normpath(posixpath.join(posixpath.dirname(path), name)) if not name.startswith("/") else name] = body
+    found.included.setdefault(target, body)
+    _read(target, body, found, state, defined, known, cache, stack=[*stack, target])
