@@ -128,6 +128,7 @@ class QualityStage:
         self.sandbox = sandbox
         self.settings = settings or QualitySettings()
         self.cache = cache
+        self._runner: HarnessRunner | None = None  # the reference grader's, made on first use
         self.liberty: Liberty | None = resolve_liberty(self.settings.liberty) if self.settings.flow == "asic" else None
         self.tools = quality_tools.mount() if quality_tools.ready() else None
         self._fingerprint = [
@@ -170,7 +171,9 @@ class QualityStage:
             return check
         if check.same:  # graded by the reference grader: its pass is the proof
             return ""
-        run = HarnessRunner(self.sandbox).run(check.twin, check.answer(result.files))
+        if self._runner is None:
+            self._runner = HarnessRunner(self.sandbox)
+        run = self._runner.run(check.twin, check.answer(result.files))
         verdict = equivalence(run.passed, run.failure_class)
         return "" if verdict == EQUIVALENT else f"the answer is not shown equivalent to the reference ({verdict}: {run.reason[:300]})"
 

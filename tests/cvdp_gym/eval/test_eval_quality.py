@@ -82,19 +82,27 @@ def test_the_service_answers_quality_and_refuses_the_reward_where_it_does_not_me
     assert good["passed"] and good["quality"]["score"] == 0.5
     assert good["reward"] == pytest.approx(1.4 + 0.5) and good["rewards"]["shaped"] == pytest.approx(1.4)
     # RTLLM's own test bench passes this wrong adder (``--verdict testbench+reference`` does not):
-    # it is measured like any pass, and its extra comparator costs area.
-    assert wrong["passed"] and wrong["quality"]["ratios"]["area"] > 1.0 and wrong["quality"]["score"] < 0.5
+    # it is never measured, since the reference grader shows it differs from the reference.
+    assert wrong["passed"] and wrong["quality"]["score"] is None, wrong["quality"]
+    assert "not shown equivalent to the reference" in wrong["quality"]["failure"]
     assert refused.status_code == 400 and "--quality" in refused.json()["detail"]
 
 
+#: RTLLM's ``adder_4bit`` as a carry select: equivalent to the reference, and larger.
+SELECT_ADDER = """module adder_4bit (input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);
+    assign {cout, sum} = cin ? ({1'b0, a} + {1'b0, b} + 5'd1) : ({1'b0, a} + {1'b0, b});
+endmodule
+"""
+
+
 def test_compare_puts_two_runs_quality_side_by_side(tools, tmp_path):
-    """The reference against an answer the test bench passes but that costs more area: compare
-    reports both mean scores on the common problem and a negative difference."""
+    """The reference against a right answer that costs more area: compare reports both mean
+    scores on the common problem and a negative difference."""
     from cvdp_gym.envs.prompts import answer_text
 
     adder = load_dataset("rtllm-v2", benchmark_dir=RTLLM_COPY)["rtllm-v2.adder_4bit"]
     responses = tmp_path / "responses.jsonl"
-    responses.write_text(json.dumps({"id": adder.id, "response": answer_text(adder, {adder.targets[0]: WRONG_ADDER})}) + "\n")
+    responses.write_text(json.dumps({"id": adder.id, "response": answer_text(adder, {adder.targets[0]: SELECT_ADDER})}) + "\n")
     common = ["eval", "rtllm-v2", "--benchmark-dir", str(RTLLM_COPY), "--id", adder.id, "--quality", "asic", "--liberty", LIBERTY]
     for words, out in ((["--references"], "base"), (["--responses", str(responses)], "run")):
         done = CliRunner().invoke(app, [*common, *words, "--out", str(tmp_path / out)], env={"COLUMNS": "250"})
