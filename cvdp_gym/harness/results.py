@@ -27,7 +27,7 @@ Failure classes (``failure_class``):
 - ``reach_in``: the answer names or opens something outside its own design (the test
   bench's or the reference's instances, tasks or modules, ``$root``, ``force`` or
   ``defparam`` on them, ``bind``, files it was not given, DPI): found by a static check
-  before it runs (``harness.reach_in``). The reason names the construct and its line. It
+  before it runs (the answer gate, :mod:`cvdp_gym.gate`). The reason names the construct and its line. It
   is graded like a build error (its ``syntax`` stage fails), never a pass, whatever the
   benchmark's own reading (``official``) says.
 """
@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import errno
 import re
-import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.parsers import expat
 
 BUILD_ERROR = "build_error"
 TOOLCHAIN_GAP = "toolchain_gap"
@@ -242,40 +242,107 @@ def is_results_file(path: Path) -> bool:
     return bool(_RESULTS_NAME.search(path.name))
 
 
-def results_counts(documents: Iterable[bytes]) -> TestCounts:
-    """Test counts from cocotb's xUnit results files (one document per simulation run).
-
-    A ``<testsuites>`` of ``<testcase>``: a ``<failure>``/``<error>`` child marks a failed
-    test, ``<skipped>`` a skipped one. Documents that are not such XML count nothing.
-    """
-    counts = TestCounts()
-    for case in _test_cases(documents):
-        counts.total += 1
-        if case.find("failure") is not None or case.find("error") is not None:
-            counts.failed += 1
-        elif case.find("skipped") is not None:
-            counts.skipped += 1
-        else:
-            counts.passed += 1
-    return counts
-
-
-def _test_cases(documents: Iterable[bytes]) -> Iterator[ET.Element]:
-    """The ``<testcase>`` elements of cocotb's results files (other documents: none)."""
-    for data in documents:
-        try:
-            root = ET.fromstring(data)
-        except (ET.ParseError, ValueError):
-            continue
-        if root.tag in ("testsuites", "testsuite"):
-            yield from root.iter("testcase")
-
-
-#: Failing tests kept per results file set, and characters kept of each assertion message.
+#: Failing tests kept per results file set, and characters kept of each assertion message
+#: and of each test's name.
 MAX_FAILURES = 20
 FAILURE_MESSAGE_CHARS = 400
+TEST_NAME_CHARS = 200
 #: Python object addresses in assertion messages (`` at 0x7f3b...``): they differ run to run.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_RESULTS_ROOTS = ("testsuites", "testsuite")
+_OUTCOMES = ("failure", "error", "skipped")
+#: Nesting deeper than this is not cocotb's (testsuites > testsuite > testcase > failure).
+_MAX_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class ResultsSummary:
+    """What a verdict needs of one cocotb results file: its test counts and its first
+    ``MAX_FAILURES`` distinct failing tests, as ``(test, message)`` (both bounded)."""
+
+    counts: TestCounts
+    failures: tuple[tuple[str, str], ...] = ()
+
+
+def read_results(data: bytes) -> ResultsSummary | None:
+    """One cocotb xUnit results file, read in one pass of expat's events.
+
+    A ``<testsuites>`` (or ``<testsuite>``) of ``<testcase>``: a ``<failure>``/``<error>``
+    child marks a failed test, ``<skipped>`` a skipped one. None: not such XML (malformed,
+    empty, another root, nested deeper than ``_MAX_DEPTH``). No tree is built (expat's
+    events, text ignored): memory stays bounded by the open elements, not by the file (a
+    million empty elements cost nothing), and time is linear in its size.
+    """
+    reader = _ResultsReader()
+    parser = expat.ParserCreate(namespace_separator="}")  # namespaced tags never match, as in ElementTree
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    try:
+        parser.Parse(data, True)
+    except (expat.ExpatError, _NotResults, ValueError):
+        return None
+    return ResultsSummary(reader.counts, tuple(reader.failures))
+
+
+class _NotResults(Exception):
+    """The document is not a cocotb results file."""
+
+
+class _ResultsReader:
+    """expat's handlers for ``read_results``: a frame per open element, the test case's
+    first ``<failure>``, ``<error>`` and ``<skipped>`` (their attributes) in its frame."""
+
+    def __init__(self) -> None:
+        self.counts = TestCounts()
+        self.failures: list[tuple[str, str]] = []
+        self._seen: set[tuple[str, str]] = set()
+        self._stack: list[dict[str, Any] | None] = []  # a test case's frame, or None
+
+    def start(self, tag: str, attributes: dict[str, str]) -> None:
+        stack = self._stack
+        if (not stack and tag not in _RESULTS_ROOTS) or len(stack) >= _MAX_DEPTH:
+            raise _NotResults
+        parent = stack[-1] if stack else None
+        if parent is not None and tag in _OUTCOMES:
+            parent.setdefault(tag, attributes)
+        stack.append({"name": attributes.get("name", "?")} if tag == "testcase" else None)
+
+    def end(self, tag: str) -> None:
+        case = self._stack.pop()
+        if case is None:
+            return
+        counts = self.counts
+        counts.total += 1
+        failure = case.get("failure", case.get("error"))
+        if failure is None:
+            if "skipped" in case:
+                counts.skipped += 1
+            else:
+                counts.passed += 1
+            return
+        counts.failed += 1
+        if len(self.failures) >= MAX_FAILURES:
+            return
+        kind, text = failure.get("error_type", ""), failure.get("error_msg") or failure.get("message") or ""
+        message = _ADDRESS.sub("", f"{kind}: {text}" if kind and text else kind or text).strip()[:FAILURE_MESSAGE_CHARS]
+        key = (case["name"][:TEST_NAME_CHARS], message)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.failures.append(key)
+
+
+def results_counts(documents: Iterable[bytes]) -> TestCounts:
+    """Test counts from cocotb's xUnit results files (one document per simulation run), as
+    ``read_results`` reads each; documents that are not such XML count nothing."""
+    return summaries_counts(read_results(data) for data in documents)
+
+
+def summaries_counts(summaries: Iterable[ResultsSummary | None]) -> TestCounts:
+    counts = TestCounts()
+    for summary in summaries:
+        if summary is not None:
+            counts = counts + summary.counts
+    return counts
 
 
 def failed_tests(documents: Iterable[bytes]) -> list[dict[str, str]]:
@@ -284,23 +351,22 @@ def failed_tests(documents: Iterable[bytes]) -> list[dict[str, str]]:
     cocotb 2.x records the exception's type and text (``error_type``, ``error_msg``);
     cocotb 1.x only a generic ``message``. Bounded to ``MAX_FAILURES`` entries.
     """
+    return summaries_failures(read_results(data) for data in documents)
+
+
+def summaries_failures(summaries: Iterable[ResultsSummary | None]) -> list[dict[str, str]]:
+    """The first ``MAX_FAILURES`` distinct failing tests over the summaries, in order (each
+    summary keeps its own first ``MAX_FAILURES`` distinct ones: enough for any merge)."""
     out: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
-    for case in _test_cases(documents):
-        failure = case.find("failure")
-        if failure is None:
-            failure = case.find("error")
-        if failure is None:
-            continue
-        kind, text = failure.get("error_type", ""), failure.get("error_msg") or failure.get("message") or ""
-        message = _ADDRESS.sub("", f"{kind}: {text}" if kind and text else kind or text).strip()[:FAILURE_MESSAGE_CHARS]
-        key = (case.get("name", "?"), message)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append({"test": key[0], "message": message})
-        if len(out) >= MAX_FAILURES:
-            return out
+    for summary in summaries:
+        for key in summary.failures if summary is not None else ():
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append({"test": key[0], "message": key[1]})
+            if len(out) >= MAX_FAILURES:
+                return out
     return out
 
 

@@ -40,6 +40,7 @@ from cvdp_gym.harness.randomness import seed_environment, write_seed_module
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
+    INFRA_ERROR,
     REACH_IN,
     RESOURCE_LIMIT,
     TEST_FAILURE,
@@ -324,7 +325,13 @@ class HarnessRunner:
             if not watcher.behind or outcome.timed_out or attempt:
                 break
         result = self._service_result(run_dir, service, outcome, service.generation or "", watcher, started)
-        if watcher.lost:
+        if watcher.lost and result.passed:
+            # Read twice and still short: the machine, not the answer (the gate lets a design
+            # delete no file), so no verdict rather than a pass on counts that miss tests.
+            result.passed = False
+            result.failure_class = INFRA_ERROR
+            result.reason = f"{watcher.lost} results file(s) gone before they could be read, twice: no verdict"
+        elif watcher.lost:
             result.notes.append(f"{watcher.lost} results file(s) gone before they could be read: test counts are short")
         # A pass needs the watcher to vouch for every results file (fail closed): one it could
         # not read, too many, lost events or an unwatched folder: never a pass.
