@@ -40,12 +40,14 @@ from cvdp_gym.gate.findings import Finding
 
 __all__ = ["ATTRIBUTES", "DIRECTIVES", "TOOL_MACROS", "Directives", "read_directives", "resolve_include"]
 
-#: The language's compiler directives (IEEE 1800-2017 clause 22), which an answer may write
-#: besides the macros it defines. `` `pragma `` is left out: what it says is for one tool.
+#: The compiler directives (IEEE 1800-2017 clause 22) an answer may write besides the macros
+#: it defines: those every tool reads alike. Left out: `` `pragma `` (what it says is for one
+#: tool), `` `__FILE__ `` and `` `line `` (the file's name differs between the simulator's run
+#: and the synthesiser's), `` `unconnected_drive `` (Yosys leaves the ports undriven), and
+#: `` `begin_keywords `` (the tools differ in the keyword sets they know).
 DIRECTIVES = frozenset({
     "define", "undef", "undefineall", "ifdef", "ifndef", "elsif", "else", "endif", "include",
-    "timescale", "default_nettype", "resetall", "celldefine", "endcelldefine", "unconnected_drive",
-    "nounconnected_drive", "line", "__FILE__", "__LINE__", "begin_keywords", "end_keywords",
+    "timescale", "default_nettype", "resetall", "celldefine", "endcelldefine", "__LINE__",
 })
 #: Macros the tools this project runs predefine (Icarus, Verilator, Yosys's ``read_verilog``
 #: and ``-formal``, cocotb's builds, slang): never a safe include-guard name.
@@ -67,7 +69,7 @@ _TOKEN = re.compile(
     r"|(?P<escaped>\\\S+)"
     r'|(?P<paste>``|`"|`\\`")'
     r"|`(?P<directive>[A-Za-z_]\w*)"
-    r"|(?P<attribute>\(\*\s*(?P<attribute_name>[A-Za-z_]\w*))",
+    r"|(?P<attribute>\(\*(?!\))(?P<attribute_body>.*?)(?:\*\)|\Z))",
     re.S,
 )
 _NAME_AFTER = re.compile(r"[ \t]*([A-Za-z_]\w*)")
@@ -165,9 +167,9 @@ def _read(
                 add(match.start(), f"`{match.group('comment')[:60].strip()}`: a comment one tool reads as a pragma ({pragma.group(1)}) and another does not")
             continue
         if match.group("attribute") is not None:
-            name = match.group("attribute_name")
-            if name not in ATTRIBUTES:
-                add(match.start(), f"`(* {name} *)`: an attribute that changes how one tool reads the design")
+            for name in _attribute_names(match.group("attribute_body")):
+                if name not in ATTRIBUTES:
+                    add(match.start(), f"`(* {name} *)`: an attribute that changes how one tool reads the design")
             continue
         directive = match.group("directive")
         if directive is None:
@@ -190,6 +192,34 @@ def _read(
         elif directive not in DIRECTIVES and directive not in defined:
             what = "a directive for one tool" if directive in ("pragma", "protect", "endprotect") else "a macro the answer does not define before it"
             add(match.start(), f"`` `{directive} ``: {what}")
+
+
+def _attribute_names(body: str) -> list[str]:
+    """The names an attribute instance sets (``(* keep, full_case = 1 *)``: keep, full_case);
+    a name that is not a plain identifier is returned as written, and so refused."""
+    names = []
+    for item in _split_top_level(body):
+        name = item.split("=", 1)[0].strip()
+        if name:
+            names.append(name)
+    return names
+
+
+def _split_top_level(body: str) -> list[str]:
+    """``body`` split at the commas outside brackets and strings."""
+    parts, depth, start, quoted = [], 0, 0, False
+    for index, char in enumerate(body):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "([{":
+            depth += 1
+        elif not quoted and char in ")]}":
+            depth -= 1
+        elif not quoted and char == "," and depth == 0:
+            parts.append(body[start:index])
+            start = index + 1
+    parts.append(body[start:])
+    return parts
 
 
 def _guard(directive: str, name: str, text: str, tokens: list[re.Match[str]], index: int) -> bool:
