@@ -39,20 +39,27 @@ from cvdp_gym.gate import Scan
 from cvdp_gym.harness import runner
 
 FLOW_MODULES = (verilog_eval, verilog_eval_v1, rtllm)
+#: What the gate is, in a flow module and in the runner.
+GATE_NAMES = ("check", "compiled_check", "calls_command")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
 @contextmanager
 def ungated() -> Iterator[None]:
-    """The answer gate turned off (in the flows and in the runner); the run's names kept."""
-    saved = [(m, m.check) for m in (*FLOW_MODULES, runner)]
-    for module, _ in saved:
+    """The answer gate turned off (its text reading in the flows and in the runner, and the
+    compiled image's reading in the flows); the run's names kept."""
+    saved = [(m, {name: getattr(m, name) for name in GATE_NAMES if hasattr(m, name)}) for m in (*FLOW_MODULES, runner)]
+    for module, names in saved:
         module.check = lambda *args, **kwargs: Scan()
+        if "compiled_check" in names:
+            module.compiled_check = lambda result, *args, **kwargs: result
+            module.calls_command = lambda exe: "true"
     try:
         yield
     finally:
-        for module, check in saved:
-            module.check = check
+        for module, names in saved:
+            for name, value in names.items():
+                setattr(module, name, value)
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import re
+import posixpath
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,13 @@ from cvdp_gym.data import Dataset, Problem
 from cvdp_gym.data.patch import PatchError, apply_multi_patch, extract_diff
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.envs.base import CVDPEnvBase
+from cvdp_gym.envs.compile_bonus import (
+    ERROR_WORD,
+    MAX_COMPILE_REPLAYS,
+    iverilog_commands,
+    replay_plan,
+    replays_cleanly,
+)
 from cvdp_gym.envs.messages import (
     assistant_message,
     call_problem,
@@ -32,12 +39,18 @@ from cvdp_gym.parsers import (
 )
 from cvdp_gym.sandbox import BubblewrapSandbox
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS
-from cvdp_gym.sandbox.workspace import CommandResult, Workspace, WorkspaceError, WorkspaceLimits
+from cvdp_gym.sandbox.workspace import (
+    MOUNT_POINT,
+    CommandResult,
+    Workspace,
+    WorkspaceError,
+    WorkspaceLimits,
+)
 
 #: Formats a model's tool calls may take (``auto`` detects each turn's format).
 TOOL_FORMATS = ("qwen", "qwen3_coder", "harmony", "auto")
-#: Step reward for the first ``iverilog`` command of an episode that compiles cleanly
-#: (``step_reward_shaping=True`` only).
+#: Step reward for the first ``iverilog`` command of an episode that compiles a target file
+#: cleanly, confirmed by the environment's own compile (``step_reward_shaping=True`` only).
 COMPILE_BONUS = 0.05
 #: Tool calls run per turn; later ones are skipped with a note (bounds one turn's time).
 MAX_CALLS_PER_TURN = 20
@@ -49,8 +62,6 @@ REPO_WORKSPACE_MB = 200.0
 #: The folders a repository problem's workspace gets besides the repository (the official
 #: agent container mounts its run folder at ``/code/rundir``).
 REPO_WORKSPACE_DIRS = ("rundir",)
-_IVERILOG = re.compile(r"(^|[\s;&|(])iverilog\s")
-_ERROR_WORD = re.compile(r"\berror\b", re.IGNORECASE)
 class AgenticEnv(CVDPEnvBase):
     """
     ## Description
@@ -110,9 +121,19 @@ class AgenticEnv(CVDPEnvBase):
     With ``step_reward_shaping=False`` (the default) every step but the last returns 0.0,
     and the last returns ``reward`` applied to the grade (see
     :class:`~cvdp_gym.envs.base.CVDPEnvBase`). With ``step_reward_shaping=True``, the first
-    turn with an ``iverilog`` command that exits 0 with no "error" in its output also earns
-    ``COMPILE_BONUS`` (0.05), once per episode (``info["shaping"]``), so the return can
-    exceed the grade by that much.
+    turn with a compile that really ran also earns ``COMPILE_BONUS`` (0.05), once per episode
+    (``info["shaping"]``), so the return can exceed the grade by that much. A command's text
+    and output are the model's to write (``echo iverilog`` exits 0 and prints no "error"), so
+    neither is the evidence: a bash command that exits 0 with no "error" in its output is a
+    candidate when one of its simple commands runs ``iverilog`` (its command word, after
+    assignments and ``time``/``env``/``timeout N``..., read with a shell's quoting; ``cd``
+    followed; here-document bodies skipped) with a target file of the problem among its sources
+    (or in its ``-c``/``-f`` command file), and no ``-V``/``-h``/``-E`` (nor ``-B``, nor a ``-t``
+    but ``vvp``/``null``: parts of the model's own in place of Icarus's); the environment then
+    runs that same ``iverilog`` command again itself, in a sandbox of its own with the workspace
+    read-only (``-o /dev/null``; globs expanded as the shell would, an argument with ``$`` or a
+    backquote is not replayed), and the bonus is paid when that compile exits 0 with no
+    "error" in its output.
 
     ## Starting State
 
@@ -221,7 +242,7 @@ class AgenticEnv(CVDPEnvBase):
     | `max_workspace_mb` | **float or None** | `None` | Disk quota of `/code` plus `/tmp`; what pushes it over is deleted and the model told. `None`: 256 MB, and for a repository problem 200 MB (the official tool's quota) over what the episode adds to the repository. |
     | `command_memory_mb` | **int** | `4096` | Memory limit of one command. |
     | `command_processes` | **int** | `256` | Process limit of one command. |
-    | `step_reward_shaping` | **bool** | `False` | Give `COMPILE_BONUS` once per episode (see Rewards). |
+    | `step_reward_shaping` | **bool** | `False` | Give `COMPILE_BONUS` once per episode, for a compile of a target file the environment confirms by compiling it again (see Rewards). |
     | `system_message` | **str or None** | `None` | Overrides the problem's system message. |
     | `agent` | **object or None** | `None` | A command-line coding agent that plays each episode: `cvdp_gym.agents.AgentPlayer(recipe, endpoint=..., model=...)` (any object with `play(workspace, task) -> dict`). The first `step` then runs it in the workspace until it exits or its time is up, ignoring the action, and grades: one step per episode (docs/agents.md). |
 
@@ -388,22 +409,35 @@ class AgenticEnv(CVDPEnvBase):
                 self._malformed += 1
                 messages.append(tool_message(call.name, f"error: {problem}"))
                 continue
+            cwd = self.workspace.cwd  # type: ignore[union-attr]
             result = self.workspace.run(call.command)  # type: ignore[union-attr,arg-type]
             self._commands_run += 1
-            if self._earns_compile_bonus(call.command or "", result):
+            if self._earns_compile_bonus(call.command or "", result, cwd):
                 self._compile_bonus_given = True
                 bonus = COMPILE_BONUS
             messages.append(tool_message(call.name, result.observation))
         return messages, False, bonus
 
-    def _earns_compile_bonus(self, command: str, result: CommandResult) -> bool:
-        return (
-            self.step_reward_shaping
-            and not self._compile_bonus_given
-            and bool(_IVERILOG.search(command))
-            and result.ok
-            and not _ERROR_WORD.search(result.output)
-        )
+    def _earns_compile_bonus(self, command: str, result: CommandResult, cwd: str) -> bool:
+        """Whether ``command`` (started in ``cwd``) compiled a target file: it exited 0 with no
+        "error" in its output, and one of its ``iverilog`` commands, run again here, compiles
+        cleanly (see Rewards)."""
+        if not (self.step_reward_shaping and not self._compile_bonus_given and result.ok):
+            return False
+        if ERROR_WORD.search(result.output) or self.workspace is None or self.problem is None:
+            return False
+        targets = {posixpath.join(MOUNT_POINT, target) for target in self.problem.targets}
+        replays = 0
+        for where, arguments in iverilog_commands(command, cwd):
+            plan = replay_plan(arguments, where, self.workspace)
+            if plan is None or not targets & plan[1]:
+                continue
+            replays += 1
+            if replays_cleanly(self.workspace, plan[0], where, self.limits):
+                return True
+            if replays >= MAX_COMPILE_REPLAYS:
+                break
+        return False
 
     def _finish(self, final_text: str, end_reason: str, info: dict[str, Any]) -> float:
         """Apply a final diff, grade the workspace, fill the final ``info``; return the reward."""
@@ -491,3 +525,6 @@ class AgenticEnv(CVDPEnvBase):
         if self.render_mode == "ansi":
             return self._last_observation
         return None
+
+
+# -- the compile bonus: which iverilog commands a bash command ran, to compile them again ---------

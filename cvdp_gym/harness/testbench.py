@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cvdp_gym.gate import Scan
+from cvdp_gym.gate.compiled_calls import compiled_findings
 from cvdp_gym.harness.isolation import Isolated, isolate
 from cvdp_gym.harness.results import REACH_IN, HarnessResult, ServiceResult, TestCounts
 from cvdp_gym.sandbox.base import Limits, Mount, Sandbox, SandboxResult
@@ -255,6 +256,19 @@ def reach_in_result(untouched: HarnessResult, found: Scan) -> HarnessResult:
         problem_id=untouched.problem_id, passed=False, failure_class=REACH_IN, reason=reason, services=[service],
         wall_s=untouched.wall_s, toolchain=dict(untouched.toolchain), official=official,
     )
+
+
+def compiled_check(
+    result: HarnessResult, calls: str, answer_files: Iterable[str], *, first_lines: Mapping[str, int] | None = None,
+) -> HarnessResult:
+    """``result`` after the compiled image's word (``calls``: what the flow's script kept in
+    :data:`~cvdp_gym.gate.compiled_calls.CALLS_FILE`): a system task of the answer's files that
+    Icarus compiled and a design may not call makes it ``reach_in``, whatever the text's reading
+    said (the two parsers could differ); the official reading is kept."""
+    found = compiled_findings(calls, answer_files, first_lines=first_lines)
+    if not found or result.failure_class == REACH_IN:
+        return result
+    return reach_in_result(result, Scan(found))
 
 
 def run_script(

@@ -21,9 +21,13 @@ to the test bench's own lines, and needs the simulation to end within the rule's
 The run renames the test bench's modules, scopes and file, and a design that names them (or
 opens its data files) is ``reach_in`` (``testbench.isolated_run``). RTLLM's test benches
 compare with ``!=`` in an ``if``, which takes an X output as equal: beside each renamed run an
-X guard (:mod:`cvdp_gym.benchmarks.rtllm.xguard`) fails an output that never has a known bit while the
-inputs are known, where the reference drives it under the same test bench (the reference's
-run, once per problem in a process); its lines never reach either reading.
+X guard (:mod:`cvdp_gym.benchmarks.rtllm.xguard`) fails an output that is X or Z at the end of
+a time step (every input known) where a copy of the reference, fed the same inputs in the same
+simulation, has that bit known. Where the copy cannot be placed or built, a fallback guard fails
+an output that never has a known bit while the inputs are known, where the reference drives it
+under the same test bench (the reference's run, once per problem in a process). Where no guard
+builds beside an answer that builds alone, a pass of its test bench is ``undecided``, never a
+pass. The guard's lines never reach either reading.
 """
 
 from __future__ import annotations
@@ -36,18 +40,21 @@ from pathlib import Path
 
 from cvdp_gym.benchmarks.rtllm import xguard
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.gate import check
+from cvdp_gym.gate.compiled_calls import CALLS_FILE, calls_command
 from cvdp_gym.harness.isolation import Isolated, isolate
-from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
+    UNDECIDED,
     HarnessResult,
     ServiceResult,
     TestCounts,
 )
 from cvdp_gym.harness.testbench import (
+    compiled_check,
     fed_through_a_pipe,
     instrument,
     isolated_run,
@@ -80,6 +87,7 @@ def open_pass(output: str) -> bool:
 def _script(design: str, testbench: str, guard: str = "") -> str:
     return (
         f"{COMPILE} {TIMESCALE_FILE} {design} {testbench}{' ' + guard if guard else ''} > compile.log 2>&1\n"
+        f"{calls_command('simv')}\n"
         f"rm -f {testbench}\n"
         "if [ -f simv ]; then\n"
         "start=$(date +%s.%N)\n"
@@ -102,18 +110,21 @@ class RtllmFlow:
         answer = files.get(target, "")
         sources = {TESTBENCH: problem.harness.get(TESTBENCH, "")}
 
-        def driven() -> frozenset[str] | None:  # asked only of an answer that passed with an output left X
+        def driven() -> frozenset[str] | None:  # asked only where the fallback guard flagged an answer that passed
             return self._driven(sandbox, problem, target, limits)
 
         def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
             return self._run(sandbox, problem, target, answer, isolated, limits=limits, keep_dir=keep, driven=driven)[0]
 
-        return isolated_run(scan({target: answer}, protected=problem.harness), sources, once, keep_dir)
+        return isolated_run(check({target: answer}, protected=[*problem.harness, CALLS_FILE]), sources, once, keep_dir)
 
     def _driven(self, sandbox: Sandbox, problem: Problem, target: str, limits: Limits) -> frozenset[str] | None:
         """The outputs the reference drives under this test bench (known while the inputs are):
-        the ones an answer may not leave X (``xguard.py``). Run once per problem and test bench
-        in a process; None without a reference (then every output counts)."""
+        the ones an answer may not leave X under the fallback guard (``xguard.py``: where the
+        reference's copy cannot be placed beside the answer). Run once per problem and test
+        bench in a process, with the fallback guard; None without a reference, or where its
+        run says nothing (cut short, or no guard ran beside it: it does not build): then every
+        output counts."""
         reference = (problem.reference or {}).get(target)
         if not reference:
             return None
@@ -121,21 +132,23 @@ class RtllmFlow:
         if key not in _DRIVEN:
             isolated = isolate({TESTBENCH: problem.harness.get(TESTBENCH, "")})
             result, never_known, outputs = self._run(
-                sandbox, problem, target, reference, isolated, limits=limits, keep_dir=None, driven=frozenset,
+                sandbox, problem, target, reference, isolated, limits=limits, keep_dir=None, driven=frozenset, checked=False,
             )
-            if result.failure_class in (TIMEOUT, RESOURCE_LIMIT):  # says nothing: not kept
+            if result.failure_class in (TIMEOUT, RESOURCE_LIMIT) or not outputs:
                 return None
             _DRIVEN[key] = frozenset(outputs) - frozenset(never_known)
         return _DRIVEN[key]
 
     def _run(
         self, sandbox: Sandbox, problem: Problem, target: str, answer: str, isolated: Isolated | None, *,
-        limits: Limits, keep_dir: Path | None, driven: Callable[[], frozenset[str] | None],
+        limits: Limits, keep_dir: Path | None, driven: Callable[[], frozenset[str] | None], checked: bool = True,
     ) -> tuple[HarnessResult, list[str], tuple[str, ...]]:
         """One run, as the makefile runs it: with the run's names (``isolated``), or untouched;
-        also the outputs the X guard found never known, and those it watched. ``driven()``:
-        the outputs the answer may not leave X (None: all), asked only when the test bench
-        passed an answer that left some output X (it may cost a run of the reference)."""
+        also the outputs the X guard flagged, and those it watched. ``checked``: the guard
+        judges the answer against the reference's copy where it can be placed (False: the
+        fallback guard, as ``_driven`` runs the reference). ``driven()``: the outputs the
+        fallback guard may fail (None: all), asked only when the test bench passed an answer
+        the fallback guard flagged (it may cost a run of the reference)."""
         secret = new_secret()
         testbench, text, restore = TESTBENCH, problem.harness.get(TESTBENCH, ""), str
         if isolated is not None:
@@ -143,24 +156,34 @@ class RtllmFlow:
             text = isolated.files[testbench]
         work = {name: data for name, data in problem.harness.items() if name != TESTBENCH}
         work.update({TIMESCALE_FILE: TIMESCALE, target: answer, testbench: instrument(text, secret)})
-        guard = _guard(problem, target, answer, isolated)
+        guard = _guard(problem, target, answer, isolated, checked=checked)
         if guard is not None:
             work[guard.file] = guard.text
-        logs = ("compile.log", "output.txt", "stderr.txt", "status.txt")
+        logs = ("compile.log", "output.txt", "stderr.txt", "status.txt", CALLS_FILE)
         run = run_script(
             sandbox, problem.toolchain, _script(target, testbench, guard.file if guard else ""), work, logs,
             limits=limits, keep_dir=keep_dir,
         )
-        if guard is not None and guard.file in run.logs["compile.log"]:  # the guard itself did not build here
+        guard_broke = False
+        while guard is not None and "status.txt" not in run.left and guard.file in run.logs["compile.log"]:
+            # It did not build with the guard beside it (a reference that does not compile, or an
+            # answer that does not): then the fallback guard, then none. The answer's own errors
+            # come from a run without one; an answer that builds alone was never judged by one.
             del work[guard.file]
-            guard = None
-            run = run_script(sandbox, problem.toolchain, _script(target, testbench), work, logs, limits=limits, keep_dir=keep_dir)
+            guard = _guard(problem, target, answer, isolated, checked=False) if guard.checked else None
+            guard_broke = guard is None
+            if guard is not None:
+                work[guard.file] = guard.text
+            run = run_script(
+                sandbox, problem.toolchain, _script(target, testbench, guard.file if guard else ""), work, logs,
+                limits=limits, keep_dir=keep_dir,
+            )
         run.logs.update({name: restore(log) for name, log in run.logs.items()})
         compiled = "status.txt" in run.left
         seconds = _seconds(run.logs["status.txt"]) if compiled else None
-        never_known: list[str] = []
+        flagged: list[str] = []
         if guard is not None:
-            run.logs["output.txt"], never_known = xguard.split(run.logs["output.txt"], guard.marker)
+            run.logs["output.txt"], flagged = xguard.split(run.logs["output.txt"], guard.marker)
         output = read_log(run.logs["output.txt"], secret)
         trusted = "\n".join(output.trusted)
         rule = str(problem.extra.get("rule") or RULE_AUTO_RUN)
@@ -182,14 +205,23 @@ class RtllmFlow:
             failure, reason = None, "the test bench reported a pass"
         else:
             failure, reason = TEST_FAILURE, _summary(output.trusted) or "the test bench reported no pass"
-        watched = driven() if passed and never_known else frozenset()
-        left_x = [name for name in never_known if watched is None or name in watched]
+        if guard is not None and guard.checked:
+            left_x = flagged
+        else:
+            watched = driven() if passed and flagged else frozenset()
+            left_x = [name for name in flagged if watched is None or name in watched]
         if passed and left_x:
             passed, failure = False, TEST_FAILURE
             reason = (
+                f"output {', '.join(left_x[:4])} was X or Z where the reference's copy, fed the same inputs, was known "
+                "(judged at the end of each time step with every input known); the test bench's comparisons cannot see an X"
+                if guard is not None and guard.checked else
                 f"output {', '.join(left_x[:4])} never had a known bit (all X or Z) while the inputs were known, "
                 "where the reference drives it; the test bench's comparisons cannot see an X"
             )
+        if passed and guard_broke:  # a pass needs the guard's word
+            passed, failure = False, UNDECIDED
+            reason = "the test bench passed it, but the X guard could not be built beside it, so its outputs were not checked for X"
         signal = _signal(run.logs["status.txt"])
         if signal:  # cut short, never a pass: whatever the test bench printed before the cut
             failure, reason, passed = RESOURCE_LIMIT, f"the simulation was killed by signal {signal}", False
@@ -204,7 +236,8 @@ class RtllmFlow:
             problem_id=problem.id, passed=passed, failure_class=failure, reason=reason, services=[service],
             wall_s=run.outcome.wall_s, official=official, defect=problem.defect,
         )
-        return result, never_known, tuple(name for name, _ in guard.outputs) if guard is not None else ()
+        result = compiled_check(result, run.logs.get(CALLS_FILE, ""), [target])
+        return result, flagged, tuple(name for name, _ in guard.outputs) if guard is not None else ()
 
 
 #: The outputs each problem's reference drives (``RtllmFlow._driven``), by problem and texts.
@@ -213,21 +246,24 @@ _DRIVEN: dict[str, frozenset[str]] = {}
 
 @dataclass(frozen=True)
 class _RunGuard:
-    """The X guard of one isolated run (``xguard.py``): its file, text and line marker, and
-    the outputs it watches."""
+    """The X guard of one isolated run (``xguard.py``): its file, text and line marker, the
+    outputs it watches, and whether it judges them against the reference's copy."""
 
     file: str
     text: str
     marker: str
     outputs: tuple[tuple[str, int], ...]
+    checked: bool
 
 
-def _guard(problem: Problem, target: str, answer: str, isolated: Isolated | None) -> _RunGuard | None:
-    """The X guard for an isolated run (None untouched, or where it cannot be placed)."""
+def _guard(problem: Problem, target: str, answer: str, isolated: Isolated | None, *, checked: bool = True) -> _RunGuard | None:
+    """The X guard for an isolated run (None untouched, or where it cannot be placed);
+    ``checked``: with the reference's copy where it can be placed."""
     if isolated is None:
         return None
     top = str(problem.extra.get("module") or Path(target).stem)
-    found = xguard.plan(problem.harness.get(TESTBENCH, ""), answer, top)
+    reference = (problem.reference or {}).get(target) if checked else None
+    found = xguard.plan(problem.harness.get(TESTBENCH, ""), answer, top, reference)
     if found is None:
         return None
     tag = secrets.token_hex(8)
@@ -235,7 +271,8 @@ def _guard(problem: Problem, target: str, answer: str, isolated: Isolated | None
     renamed = isolated.module_prefix + found.instance
     instance = renamed if renamed in isolated.files[isolated.file(TESTBENCH)] else found.instance
     marker = f"@@cvdp-xguard-{tag}@@"
-    return _RunGuard(f"cvdp{tag}_guard.v", found.source(f"cvdp{tag}_guard", scope, instance, marker), marker, found.outputs)
+    text = found.source(f"cvdp{tag}_guard", scope, instance, marker)
+    return _RunGuard(f"cvdp{tag}_guard.v", text, marker, found.outputs, found.copy is not None)
 
 
 def _seconds(status: str) -> float | None:

@@ -11,9 +11,13 @@ error.``: a warning too), else the first ``Mismatches: N in M samples`` of stand
 passes when N is 0 (``passed``; ``failed: N out of M samples.``), and no such line fails
 (``failed: info string not matched.``); past 30 s it is ``timed out``. ``official`` holds
 that result over the whole output; the verdict takes the mismatch line only from the test
-bench's own lines (:mod:`cvdp_gym.harness.testbench`). The run renames the test bench's
-modules, scopes and file (``-s`` the renamed ``tb``), and a header and completion that name
-them are ``reach_in``, lines counted in the completion (``testbench.isolated_run``).
+bench's own lines (:mod:`cvdp_gym.harness.testbench`), and a pass needs positive evidence:
+``Mismatches: 0 in 0 samples`` (what a simulation ended at time 0 prints) passes the
+benchmark's rule and fails the verdict (``needs_samples``; the reference's own count is not
+required: it is known only by simulating the reference, one more run per problem). The run
+renames the test bench's modules, scopes and file (``-s`` the renamed ``tb``), and a header
+and completion that name them are ``reach_in``, lines counted in the completion
+(``testbench.isolated_run``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.gate import check
+from cvdp_gym.gate.compiled_calls import CALLS_FILE, calls_command
 from cvdp_gym.harness.isolation import Isolated
-from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     TEST_FAILURE,
@@ -35,6 +40,7 @@ from cvdp_gym.harness.results import (
     TestCounts,
 )
 from cvdp_gym.harness.testbench import (
+    compiled_check,
     fed_through_a_pipe,
     instrument,
     isolated_run,
@@ -70,9 +76,21 @@ def judge(out: str, err: str, *, timed_out: bool = False) -> tuple[str, int, int
     return "failed: info string not matched.", 0, None
 
 
+def needs_samples(verdict: str, total: int | None) -> str:
+    """The verdict's reading of ``judge``'s result: a pass needs positive evidence, a test
+    bench that checked at least one sample (``Mismatches: 0 in 0 samples`` passes
+    ``execution.py``, and is what a simulation ended at time 0 prints)."""
+    if verdict == PASSED and not total:
+        return "failed: the test bench checked 0 samples (Mismatches: 0 in 0 samples); a pass needs at least one."
+    if verdict == "failed: info string not matched.":
+        return "failed: info string not matched (the test bench printed no `Mismatches: N in M samples` line)."
+    return verdict
+
+
 def _script(source: str, root: str) -> str:
     return (
         f"{COMPILE} -s {root} -o test.vvp {source} > out.txt 2> err.txt\n"
+        f"{calls_command('test.vvp')}\n"
         f"rm -f {source}\n"
         "if [ -f test.vvp ]; then\n"
         + fed_through_a_pipe("test.vvp", "vvp -n /dev/stdin >> out.txt 2>> err.txt")
@@ -96,7 +114,7 @@ class VerilogEvalV1Flow:
         test_name, test = next(((p, t) for p, t in problem.harness.items() if p.endswith("_test.sv")), ("test.sv", ""))
         prompt = next((t for p, t in problem.harness.items() if p.endswith("_prompt.sv")), "")
         # The answer is the prompt's module header and the completion; lines counted in the completion.
-        found = scan({problem.targets[0]: prompt + "\n" + completion}, protected=[*problem.harness, f"{task_id}.sv"])
+        found = check({problem.targets[0]: prompt + "\n" + completion}, protected=[*problem.harness, f"{task_id}.sv", CALLS_FILE])
         found.findings = [replace(f, line=max(1, f.line - prompt.count("\n") - 1)) for f in found.findings]
 
         def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
@@ -114,9 +132,10 @@ class VerilogEvalV1Flow:
         secret = new_secret()
         source = f"{task_id}.sv" if isolated is None else isolated.file(f"{task_id}.sv")
         root, restore = (ROOT, str) if isolated is None else (isolated.module(ROOT), isolated.restore)
+        bench = instrument(test, secret)
         run = run_script(
-            sandbox, problem.toolchain, _script(source, root), {source: instrument(test, secret) + "\n" + answer},
-            ("out.txt", "err.txt"),
+            sandbox, problem.toolchain, _script(source, root), {source: bench + "\n" + answer},
+            ("out.txt", "err.txt", CALLS_FILE),
             limits=Limits(**{**limits.__dict__, "wall_s": min(limits.wall_s, TIMEOUT_S)}), keep_dir=keep_dir,
         )
         out = read_log(restore(run.logs["out.txt"]), secret)
@@ -124,6 +143,7 @@ class VerilogEvalV1Flow:
         timed_out = run.outcome.timed_out
         official, _, _ = judge(out.official, err, timed_out=timed_out)
         verdict, wrong, total = judge("\n".join(out.trusted), err, timed_out=timed_out)
+        verdict = needs_samples(verdict, total)
         passed = verdict == PASSED
         failure = None if passed else (
             TIMEOUT if timed_out else BUILD_ERROR if verdict.startswith(("failed: syntax", "failed: compile")) else TEST_FAILURE
@@ -140,11 +160,13 @@ class VerilogEvalV1Flow:
             name=self.name, passed=passed, failure_class=failure, reason=verdict, returncode=run.outcome.returncode,
             tests=tests, wall_s=run.outcome.wall_s, log_tail=log,
         )
-        return HarnessResult(
+        judged = HarnessResult(
             problem_id=problem.id, passed=passed, failure_class=failure, reason=verdict, services=[service],
             wall_s=run.outcome.wall_s, official={"result": official, "passed": official == PASSED, "verdict_result": verdict},
             defect=problem.defect,
         )
+        # One file holds the test bench and then the answer: the answer's calls are those after it.
+        return compiled_check(judged, run.logs.get(CALLS_FILE, ""), [source], first_lines={source: bench.count("\n") + 2})
 
 
 #: This plug-in's flows (:mod:`cvdp_gym.plugins`).

@@ -13,7 +13,12 @@ scan ``p`` an unbound wire/reg, ``C`` any other line with "error", ``.`` (pass) 
 ``Mismatches: 0 in N samples``; otherwise ``r`` (mismatches, and the answer has ``posedge
 reset``...) or ``R``. ``official`` holds that class over the whole log; the verdict is the
 same rule over the test bench's own lines (:mod:`cvdp_gym.harness.testbench`), where
-mismatch counts come only from the test bench. Partial credit: ``tests`` counts the
+mismatch counts come only from the test bench, and a pass needs positive evidence: the
+test bench's ``Mismatches: 0 in N samples`` with N > 0. ``Mismatches: 0 in 0 samples``
+(what a simulation ended at time 0 prints) passes the script and is ``R``/``r`` here, as is a
+log without the test bench's line; the reason says which. (The reference's own count is
+not required: it is known only by simulating the reference, one more run per problem.)
+Partial credit: ``tests`` counts the
 samples that matched (``1 − mismatches / samples`` of them). The run renames the test
 bench's and reference's modules, scopes and files (``-s`` the renamed ``tb``), and an answer
 that names them is ``reach_in`` (``testbench.isolated_run``).
@@ -28,8 +33,9 @@ from pathlib import Path
 
 from cvdp_gym.benchmarks.verilog_eval_v2.data import PROVIDED
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.gate import check
+from cvdp_gym.gate.compiled_calls import CALLS_FILE, calls_command
 from cvdp_gym.harness.isolation import Isolated
-from cvdp_gym.harness.reach_in import scan
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     RESOURCE_LIMIT,
@@ -40,6 +46,7 @@ from cvdp_gym.harness.results import (
     TestCounts,
 )
 from cvdp_gym.harness.testbench import (
+    compiled_check,
     fed_through_a_pipe,
     instrument,
     isolated_run,
@@ -95,12 +102,17 @@ class Analysis:
         return self.cls == "."
 
 
-def analyze(lines: Iterable[str], verilog: str, *, counts_from: Iterable[str] | None = None) -> Analysis:
+def analyze(
+    lines: Iterable[str], verilog: str, *, counts_from: Iterable[str] | None = None, need_samples: bool = False,
+) -> Analysis:
     """``sv-iv-analyze``'s class of a log's ``lines`` for the answer ``verilog``.
 
     ``counts_from``: when given, ``Mismatches:`` lines are taken only from these (the test
     bench's own lines), never from ``lines``; every other check reads ``lines`` as the
-    script does (an answer's own output can only make it fail those).
+    script does (an answer's own output can only make it fail those). ``need_samples``: a
+    pass needs positive evidence, a ``Mismatches: 0 in M samples`` line with M > 0 (the
+    verdict's reading; the script's own passes ``Mismatches: 0 in 0 samples``); without
+    one the class is ``r``/``R`` and ``line`` says why.
     """
     found = Analysis("?")
     error_c = error_p = no_mismatch = False
@@ -120,19 +132,24 @@ def analyze(lines: Iterable[str], verilog: str, *, counts_from: Iterable[str] | 
         if "TIMEOUT" in line:
             return Analysis("T", line=line)
         if counts_from is None:
-            no_mismatch = _count(line, found) or no_mismatch
+            no_mismatch = _count(line, found, need_samples) or no_mismatch
     for line in counts_from or ():
-        no_mismatch = _count(line, found) or no_mismatch
+        no_mismatch = _count(line, found, need_samples) or no_mismatch
     if error_p:
         return Analysis("p", line=first_unbound)
     if error_c:
         return Analysis("C", line=found.line)
     if no_mismatch:
         return Analysis(".", found.mismatches, found.samples)
+    why = ""
+    if need_samples and found.samples is None:
+        why = "no pass: the test bench printed no `Mismatches: N in M samples` line"
+    elif need_samples and found.samples == 0 and not found.mismatches:
+        why = "no pass: the test bench checked 0 samples (`Mismatches: 0 in 0 samples`), and a pass needs at least one"
     for text in verilog.splitlines():
         if "posedge reset" in text or "negedge reset" in text or "posedge r)" in text:
-            return Analysis("r", found.mismatches, found.samples)
-    return Analysis("R", found.mismatches, found.samples)
+            return Analysis("r", found.mismatches, found.samples, line=why)
+    return Analysis("R", found.mismatches, found.samples, line=why)
 
 
 #: The checks of the scan that end it at once, in the script's order (after "syntax error"
@@ -147,15 +164,16 @@ _FIRST_MATCH = (
 )
 
 
-def _count(line: str, found: Analysis) -> bool:
-    """Record a ``Mismatches: N in M samples`` line; True when N is 0."""
+def _count(line: str, found: Analysis, need_samples: bool = False) -> bool:
+    """Record a ``Mismatches: N in M samples`` line; True when N is 0 (and, with
+    ``need_samples``, M is not)."""
     match = _MISMATCHES.match(line.rstrip("\n"))
     if not match:
         return False
     mismatches, samples = int(match.group(1)), int(match.group(2))
     found.samples = samples
     if mismatches == 0:
-        return True
+        return samples > 0 or not need_samples
     found.mismatches = mismatches
     return False
 
@@ -165,6 +183,7 @@ def _script(answer: str, test: str, ref: str, exe: str, root: str) -> str:
     simulation are gone before the answer runs."""
     return (
         f"{COMPILE} -s {root} -o {exe} {answer} {test} {ref} > compile.log 2>&1\n"
+        f"{calls_command(exe)}\n"
         f"rm -f {test} {ref}\n"
         f"if [ -f {exe} ]; then\n"
         + fed_through_a_pipe(exe, f"timeout {SIM_TIMEOUT_S} vvp /dev/stdin > sim.log 2>&1")
@@ -179,7 +198,7 @@ class VerilogEvalV2Flow:
     """Runs a VerilogEval v2 sample as its Makefile does and classifies it as its script does."""
 
     name = "verilog-eval-v2"
-    logs = ("compile.log", "sim.log", "timeout.flag")
+    logs = ("compile.log", "sim.log", "timeout.flag", CALLS_FILE)
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
@@ -194,7 +213,7 @@ class VerilogEvalV2Flow:
         def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
             return self._run(sandbox, problem, target, answer, sources, isolated, provided=provided, limits=limits, keep_dir=keep)
 
-        found = scan({target: answer}, supplied=provided, protected=[*sources, *provided])
+        found = check({target: answer}, supplied=provided, protected=[*sources, *provided, CALLS_FILE])
         return isolated_run(found, sources, once, keep_dir)
 
     def _run(
@@ -222,9 +241,10 @@ class VerilogEvalV2Flow:
         timed_out = "timeout.flag" in run.left or run.outcome.timed_out
         official_log = compile_log + sim.official + ("TIMEOUT\n" if timed_out else "")
         official = analyze(official_log.splitlines(), answer)
-        trusted = analyze(official_log.splitlines(), answer, counts_from=sim.trusted)
+        trusted = analyze(official_log.splitlines(), answer, counts_from=sim.trusted, need_samples=True)
         killed = "killed.flag" in run.left  # by a signal (a file-size limit): it did not end on its own
-        return result(self.name, problem, run.outcome, trusted, official, official_log, compile_log, killed=killed)
+        judged = result(self.name, problem, run.outcome, trusted, official, official_log, compile_log, killed=killed)
+        return compiled_check(judged, run.logs.get(CALLS_FILE, ""), [target, *provided])
 
 
 def result(
