@@ -28,15 +28,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cvdp_gym.gate.directives import read_directives
-from cvdp_gym.gate.findings import Scan
+from cvdp_gym.gate.findings import Finding, Scan
 from cvdp_gym.gate.reach_in import FULL, NEVER, RTL_SUFFIXES, scan
 
 __all__ = ["FULL", "NEVER", "check"]
 
 _MEMO: OrderedDict[str, Scan] = OrderedDict()
 _MEMO_SIZE = 256
-#: The largest file of a workspace an include may read.
+#: The largest file of a workspace the gate reads (an included one, or one of its Verilog files).
 _MAX_INCLUDED_BYTES = 4_000_000
+#: The most Verilog files of a workspace the gate reads.
+MAX_WORKSPACE_RTL = 2000
 
 
 def check(
@@ -54,10 +56,14 @@ def check(
     no findings. ``directives_only``: read the directives alone (an answer whose flow applies
     its own rules to the rest: the verification tasks' benches and properties)."""
     own = {path: text for path, text in files.items() if rules == FULL or path.endswith(RTL_SUFFIXES)}
+    unread: list[Finding] = []
     if workspace is not None:
-        for path, text in _workspace_rtl(workspace).items():
+        texts, unread = _workspace_rtl(workspace)
+        for path, text in texts.items():
             if path not in own and (supplied or {}).get(path) != text:
                 own[path] = text
+    if unread:  # what the gate cannot read is never passed
+        return Scan(unread)
     if not own:
         return Scan()
     others = {path: text for path, text in files.items() if path not in own}
@@ -88,18 +94,25 @@ def check(
     return found
 
 
-def _workspace_rtl(workspace: Path, limit: int = 2000) -> dict[str, str]:
-    """The Verilog files of an agent's workspace (``{relative path: text}``), links left out."""
+def _workspace_rtl(workspace: Path) -> tuple[dict[str, str], list[Finding]]:
+    """The Verilog files of an agent's workspace (``{relative path: text}``), and a finding for
+    each one the gate cannot read as the answer's own: a link (a simulator follows it), one
+    too large, or more files than :data:`MAX_WORKSPACE_RTL` (none of them is then read)."""
+    limit = MAX_WORKSPACE_RTL
     out: dict[str, str] = {}
+    unread: list[Finding] = []
     for path in sorted(workspace.rglob("*")):
+        if path.suffix not in RTL_SUFFIXES or not (path.is_symlink() or path.is_file()):
+            continue
+        relative = path.relative_to(workspace).as_posix()
         if len(out) >= limit:
-            break
-        if path.suffix in RTL_SUFFIXES and not path.is_symlink() and path.is_file():
-            relative = path.relative_to(workspace).as_posix()
-            text = _workspace_text(workspace, relative)
-            if text is not None:
-                out[relative] = text
-    return out
+            return {}, [Finding(relative, 1, f"more than {limit} Verilog files in the workspace: the gate reads at most that many")]
+        text = _workspace_text(workspace, relative)
+        if text is None:
+            unread.append(Finding(relative, 1, "a link, or a file too large to read: the answer's Verilog files are plain files of its own"))
+        else:
+            out[relative] = text
+    return out, unread
 
 
 def _workspace_text(workspace: Path, path: str) -> str | None:

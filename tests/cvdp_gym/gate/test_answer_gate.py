@@ -99,6 +99,21 @@ def test_an_agent_s_workspace_is_read_whole(tmp_path: Path):
     assert not check(files, rules=NEVER, workspace=tmp_path).findings
 
 
+def test_a_link_or_a_flood_of_files_in_a_workspace_is_never_read_as_clean(tmp_path: Path, monkeypatch):
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "top.sv").write_text(HEADER + "endmodule\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.sv"
+    outside.write_text("module other; initial $finish_and_return(0); endmodule\n")
+    (tmp_path / "rtl" / "other.sv").symlink_to(outside)
+    files = {"rtl/top.sv": HEADER + "endmodule\n"}
+    assert "a link" in check(files, rules=NEVER, workspace=tmp_path).reason
+    (tmp_path / "rtl" / "other.sv").unlink()
+    monkeypatch.setattr("cvdp_gym.gate.answer_gate.MAX_WORKSPACE_RTL", 3)
+    for index in range(5):
+        (tmp_path / f"a{index}.sv").write_text("module m; endmodule\n")
+    assert "more than 3 Verilog files" in check(files, rules=NEVER, workspace=tmp_path).reason
+
+
 def test_a_cocotb_design_writes_only_data_files_and_reads_nothing_outside():
     def opened(name: str, mode: str) -> str:
         return reason(f'  integer fd;\n  initial fd = $fopen("{name}", "{mode}");\n', NEVER)
