@@ -23,6 +23,7 @@ flow ask about the same answer), except with a workspace.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -50,15 +51,18 @@ def check(
     protected: Iterable[str] = (),
     rules: str = FULL,
     workspace: Path | None = None,
+    baseline: Path | None = None,
     directives_only: bool = False,
 ) -> Scan:
     """Gate the answer's ``files`` (see the module's contract); a clean answer's ``Scan`` has
     no findings. ``directives_only``: read the directives alone (an answer whose flow applies
-    its own rules to the rest: the verification tasks' benches and properties)."""
+    its own rules to the rest: the verification tasks' benches and properties); ``baseline``:
+    the tree a repository problem's workspace started from (its files, unchanged, are the
+    problem's own, not the answer's)."""
     own = {path: text for path, text in files.items() if rules == FULL or path.endswith(RTL_SUFFIXES)}
     unread: list[Finding] = []
     if workspace is not None:
-        texts, unread = _workspace_rtl(workspace)
+        texts, unread = _workspace_rtl(workspace, baseline)
         for path, text in texts.items():
             if path not in own and (supplied or {}).get(path) != text:
                 own[path] = text
@@ -94,10 +98,11 @@ def check(
     return found
 
 
-def _workspace_rtl(workspace: Path) -> tuple[dict[str, str], list[Finding]]:
-    """The Verilog files of an agent's workspace (``{relative path: text}``), and a finding for
-    each one the gate cannot read as the answer's own: a link (a simulator follows it), one
-    too large, or more files than :data:`MAX_WORKSPACE_RTL` (none of them is then read)."""
+def _workspace_rtl(workspace: Path, baseline: Path | None) -> tuple[dict[str, str], list[Finding]]:
+    """The Verilog files of an agent's workspace (``{relative path: text}``) that differ from
+    ``baseline``'s, and a finding for each one the gate cannot read as the answer's own: a link
+    (a simulator follows it), one too large, or more files than :data:`MAX_WORKSPACE_RTL`
+    (none of them is then read)."""
     limit = MAX_WORKSPACE_RTL
     out: dict[str, str] = {}
     unread: list[Finding] = []
@@ -105,6 +110,8 @@ def _workspace_rtl(workspace: Path) -> tuple[dict[str, str], list[Finding]]:
         if path.suffix not in RTL_SUFFIXES or not (path.is_symlink() or path.is_file()):
             continue
         relative = path.relative_to(workspace).as_posix()
+        if baseline is not None and _unchanged(path, baseline / relative):
+            continue
         if len(out) >= limit:
             return {}, [Finding(relative, 1, f"more than {limit} Verilog files in the workspace: the gate reads at most that many")]
         text = _workspace_text(workspace, relative)
@@ -113,6 +120,16 @@ def _workspace_rtl(workspace: Path) -> tuple[dict[str, str], list[Finding]]:
         else:
             out[relative] = text
     return out, unread
+
+
+def _unchanged(path: Path, original: Path) -> bool:
+    """Whether a workspace's file is its starting tree's, as it was (a link to the same place)."""
+    try:
+        if path.is_symlink() or original.is_symlink():
+            return path.is_symlink() and original.is_symlink() and os.readlink(path) == os.readlink(original)
+        return original.is_file() and path.stat().st_size == original.stat().st_size and path.read_bytes() == original.read_bytes()
+    except OSError:
+        return False
 
 
 def _workspace_text(workspace: Path, path: str) -> str | None:

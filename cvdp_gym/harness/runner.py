@@ -167,7 +167,11 @@ class HarnessRunner:
             return self._run_flow(problem, files, limits, seed)
         # The answer gate (cvdp_gym.gate): every RTL file of the answer (an agent's whole
         # workspace) and all it includes, read as the tools read it, against the design allowlist.
-        found = check(files, supplied=problem.context, rules=NEVER, workspace=workspace)
+        try:
+            baseline = self.repos.problem_tree(problem) if problem.repo is not None and workspace is not None else None
+        except RepoUnavailable as exc:
+            return HarnessResult.failure(problem.id, UNSUPPORTED, str(exc))
+        found = check(files, supplied=problem.context, rules=NEVER, workspace=workspace, baseline=baseline)
         if found.findings:
             service = ServiceResult(
                 "static check", False, REACH_IN, found.reason, None, tests=TestCounts(1, 0, 1),

@@ -107,6 +107,11 @@ def test_a_link_or_a_flood_of_files_in_a_workspace_is_never_read_as_clean(tmp_pa
     (tmp_path / "rtl" / "other.sv").symlink_to(outside)
     files = {"rtl/top.sv": HEADER + "endmodule\n"}
     assert "a link" in check(files, rules=NEVER, workspace=tmp_path).reason
+    # A repository problem's own link (or file), unchanged from the tree it started from, is the problem's.
+    base = tmp_path.parent / f"{tmp_path.name}-base"
+    (base / "rtl").mkdir(parents=True)
+    (base / "rtl" / "other.sv").symlink_to(outside)
+    assert not check(files, rules=NEVER, workspace=tmp_path, baseline=base).findings
     (tmp_path / "rtl" / "other.sv").unlink()
     monkeypatch.setattr("cvdp_gym.gate.answer_gate.MAX_WORKSPACE_RTL", 3)
     for index in range(5):
