@@ -12,8 +12,11 @@ itself, so that its text reads the same under every tool by construction:
   answer (or a file the problem supplies) set before it, in reading order, includes followed:
   every tool then takes the same branch. An include guard (`` `ifndef X `` followed at once by
   `` `define X ``) is allowed on a name no tool predefines (:data:`TOOL_MACROS`);
-- a macro it uses (`` `NAME ``) it defined before; the compiler directives of the language
-  (:data:`DIRECTIVES`) are the only others;
+- a macro it uses (`` `NAME ``) is one it defined, or no tool's (:func:`tool_macro`): a
+  tool's predefined value differs between tools (``SYNTHESIS + 0`` is 1 in Yosys, 0 where it
+  is empty), while a macro only a harness or its test bench defines (ChipBench's shared
+  ``WORD_SIZE``) is no tool's: a view without it does not build, which earns nothing. The
+  compiler directives of the language (:data:`DIRECTIVES`) are the only others;
 - an `` `include `` names, by a literal, a file of the answer or of the problem (a relative
   path, no ``..`` above the answer's folders; ``/code/...`` as the harness mounts it): the
   included text is read as part of the answer. Anything else is refused before any tool, or
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 
 from cvdp_gym.gate.findings import Finding
 
-__all__ = ["ATTRIBUTES", "DIRECTIVES", "TOOL_MACROS", "Directives", "read_directives", "resolve_include"]
+__all__ = ["ATTRIBUTES", "DIRECTIVES", "TOOL_MACROS", "Directives", "read_directives", "resolve_include", "tool_macro"]
 
 #: The compiler directives (IEEE 1800-2017 clause 22) an answer may write besides the macros
 #: it defines: those every tool reads alike. Left out: `` `pragma `` (what it says is for one
@@ -49,6 +52,18 @@ DIRECTIVES = frozenset({
     "define", "undef", "undefineall", "ifdef", "ifndef", "elsif", "else", "endif", "include",
     "timescale", "default_nettype", "resetall", "celldefine", "endcelldefine", "__LINE__",
 })
+#: Every other directive a tool knows (the standards' and the simulators' own): refused, since
+#: one tool honours what another ignores (Yosys leaves ``unconnected_drive``'s ports undriven).
+OTHER_DIRECTIVES = frozenset({
+    "pragma", "protect", "endprotect", "line", "__FILE__", "unconnected_drive", "nounconnected_drive",
+    "begin_keywords", "end_keywords", "undefineall", "default_decay_time", "default_trireg_strength",
+    "delay_mode_distributed", "delay_mode_path", "delay_mode_unit", "delay_mode_zero", "accelerate",
+    "noaccelerate", "expand_vectornets", "noexpand_vectornets", "autoexpand_vectornets", "enable_portfaults",
+    "disable_portfaults", "suppress_faults", "nosuppress_faults", "remove_gatenames", "noremove_gatenames",
+    "remove_netnames", "noremove_netnames", "uselib", "portcoerce", "noportcoerce", "inline", "default_discipline",
+    "default_transition", "systemc_header", "systemc_interface", "systemc_imp_header", "systemc_implementation",
+    "systemc_ctor", "systemc_dtor", "verilog", "verilator_config", "coverage_block_off", "error",
+})
 #: Macros the tools this project runs predefine (Icarus, Verilator, Yosys's ``read_verilog``
 #: and ``-formal``, cocotb's builds, slang): never a safe include-guard name.
 TOOL_MACROS = frozenset({
@@ -56,6 +71,15 @@ TOOL_MACROS = frozenset({
     "VERILATOR_TIMING", "SYSTEMVERILOG", "SV_COV_START", "coverage_block_off", "SYNTHESIS", "YOSYS",
     "FORMAL", "SIMULATION", "COCOTB_SIM", "__slang__", "__slang_major__", "__slang_minor__",
 })
+#: Name prefixes the tools keep for their own macros (Verilator's ``SV_COV_*``, ``__...``).
+TOOL_MACRO_PREFIXES = ("SV_COV_", "VERILATOR", "verilator", "__", "YOSYS", "SYNTHESIS", "FORMAL", "COCOTB")
+
+
+def tool_macro(name: str) -> bool:
+    """Whether a tool this project runs predefines ``name``, or keeps names like it."""
+    return name in TOOL_MACROS or name.startswith(TOOL_MACRO_PREFIXES)
+
+
 #: Attributes that change no tool's reading of the design (synthesis hints kept for the netlist).
 ATTRIBUTES = frozenset({
     "keep", "dont_touch", "keep_hierarchy", "ram_style", "rom_style", "ramstyle", "romstyle",
@@ -185,13 +209,12 @@ def _read(
                 (defined.add if directive == "define" else defined.discard)(name)
             elif name not in state and not _guard(directive, name, text, tokens, index):
                 add(match.start(), f"`` `{directive} {name} ``: a macro the answer does not define (a tool's or the harness's), so tools can read different designs")
-        elif directive == "undefineall":
-            add(match.start(), "`` `undefineall ``: clears the tools' own macros, which differ between tools")
         elif directive == "include":
             _include(path, text, match, found, state, defined, known, cache, stack, add)
-        elif directive not in DIRECTIVES and directive not in defined:
-            what = "a directive for one tool" if directive in ("pragma", "protect", "endprotect") else "a macro the answer does not define before it"
-            add(match.start(), f"`` `{directive} ``: {what}")
+        elif directive in OTHER_DIRECTIVES and directive not in defined:
+            add(match.start(), f"`` `{directive} ``: a directive that one tool honours and another does not")
+        elif directive not in DIRECTIVES and directive not in defined and (directive in state or tool_macro(directive)):
+            add(match.start(), f"`` `{directive} ``: a tool's macro (or one the answer undefined), whose value differs between tools")
 
 
 def _attribute_names(body: str) -> list[str]:
@@ -224,7 +247,7 @@ def _split_top_level(body: str) -> list[str]:
 
 def _guard(directive: str, name: str, text: str, tokens: list[re.Match[str]], index: int) -> bool:
     """An include guard: `` `ifndef X `` whose next directive is `` `define X ``, X no tool's."""
-    if directive != "ifndef" or name in TOOL_MACROS:
+    if directive != "ifndef" or tool_macro(name):
         return False
     following = next((t for t in tokens[index + 1:] if t.group("directive") is not None or t.group("attribute") is not None), None)
     if following is None or following.group("directive") != "define":

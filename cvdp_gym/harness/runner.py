@@ -229,7 +229,8 @@ class HarnessRunner:
             result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep, **drawn)
         except (UnsafePathError, OSError) as exc:
             return HarnessResult.failure(problem.id, os_failure_class(exc) if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
-        result = _gated(result, files, getattr(flow, "answer_kind", "design"))
+        supplied = flow.supplied(problem) if hasattr(flow, "supplied") else {}
+        result = _gated(result, files, getattr(flow, "answer_kind", "design"), supplied)
         result.toolchain = {**result.toolchain, "simulator": self.toolchain.simulator_version(problem.toolchain)}
         return result
 
@@ -520,15 +521,16 @@ def run_harness(
     return _DEFAULT_RUNNER.run(problem, files, workspace=workspace, limits=limits)
 
 
-def _gated(result: HarnessResult, files: Mapping[str, str], kind: str | None) -> HarnessResult:
+def _gated(result: HarnessResult, files: Mapping[str, str], kind: str | None, supplied: Mapping[str, str]) -> HarnessResult:
     """A flow's result after the answer gate, which no flow can leave out: a flow's own call of
     the gate (with the ``FULL`` rules of its run) already made a flagged answer ``reach_in``; a
     flow that did not (a third party's) has its verdict made ``reach_in`` here, its official
     reading kept. ``kind``: the flow's kind of answer (None: a verification task's, whose flow
-    reads it by its own rules; only its directives are read here)."""
+    reads it by its own rules; only its directives are read here); ``supplied``: the files the
+    flow compiles beside the answer in every view (``Flow.supplied``), whose definitions count."""
     if result.failure_class == REACH_IN:
         return result
-    found = check(files, rules=NEVER, kind=kind or "design", directives_only=kind is None)
+    found = check(files, supplied=supplied, rules=NEVER, kind=kind or "design", directives_only=kind is None)
     if not found.findings:
         return result
     return reach_in_result(result, found)

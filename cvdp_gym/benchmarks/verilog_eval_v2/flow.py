@@ -208,13 +208,18 @@ class VerilogEvalV2Flow:
         answer = files.get(target, "")
         test, ref = f"{name}_test.sv", f"{name}_ref.sv"
         sources = {test: problem.harness.get(test, ""), ref: problem.harness.get(ref, "")}
-        provided = {path: text for path, text in problem.harness.items() if path.endswith(PROVIDED)}
+        provided = self.supplied(problem)
 
         def once(isolated: Isolated | None, keep: Path | None) -> HarnessResult:
             return self._run(sandbox, problem, target, answer, sources, isolated, provided=provided, limits=limits, keep_dir=keep)
 
         found = check({target: answer}, supplied=provided, protected=[*sources, *provided, CALLS_FILE])
         return isolated_run(found, sources, once, keep_dir)
+
+    def supplied(self, problem: Problem) -> dict[str, str]:
+        """The files the problem gives the answer, compiled beside it (ChipBench's shared modules
+        and headers): the answer gate counts their definitions as given."""
+        return {path: text for path, text in problem.harness.items() if path.endswith(PROVIDED)}
 
     def _run(
         self, sandbox: Sandbox, problem: Problem, target: str, answer: str, sources: Mapping[str, str],

@@ -36,7 +36,9 @@ class Flow(Protocol):
 
     name: str
     #: Optional: the kind of answer it grades, whose allowlist the answer gate applies
-    #: (:mod:`cvdp_gym.gate.system_tasks`; ``"design"`` when a flow does not say).
+    #: (:mod:`cvdp_gym.gate.system_tasks`; ``"design"`` when a flow does not say). Optional
+    #: too: ``supplied(problem) -> {path: text}``, the files it compiles beside the answer
+    #: (the gate counts their definitions as given).
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,

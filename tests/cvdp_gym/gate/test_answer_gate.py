@@ -53,6 +53,16 @@ def test_what_one_tool_reads_differently_or_no_design_needs_is_named(text, words
     assert words in reason(text, rules), (text, rules)
 
 
+def test_a_macro_only_the_harness_defines_may_be_used_and_a_tool_s_may_not():
+    """ChipBench's shared headers define ``WORD_SIZE`` in its test bench: a view without it
+    does not build (no view gains), while a tool's own macro gives each tool its own value."""
+    assert not check({"rtl/top.sv": HEADER + "  wire [`WORD_SIZE-1:0] w;\nendmodule\n"}).findings
+    for name in ("SYNTHESIS", "YOSYS", "VERILATOR", "__ICARUS__", "SV_COV_START"):
+        text = HEADER + f"  localparam integer S = `{name} + 0;\nendmodule\n"
+        assert f"`{name}" in check({"rtl/top.sv": text}).reason, name
+    assert "`WORD_SIZE" in check({"rtl/top.sv": "`undef WORD_SIZE\n" + HEADER + "  wire [`WORD_SIZE:0] w;\nendmodule\n"}).reason
+
+
 def test_an_include_guard_on_a_tool_s_macro_is_refused_and_one_of_the_answer_s_own_is_not():
     guarded = "`ifndef TOP_VH\n`define TOP_VH\n" + HEADER + "endmodule\n`endif\n"
     assert not check({"rtl/top.sv": guarded}).findings
