@@ -11,8 +11,10 @@ the short list of what it needs, and anything else is ``reach_in``, named with i
   :mod:`cvdp_gym.gate.reach_in`'s rules (``$readmem*`` of its own data, descriptors it opened
   itself). Nothing that ends the simulation (the harness or test bench ends it), runs a
   command, reads plusargs or annotates timing;
-- a **test bench** (:data:`BENCH`): what a self-checking bench needs: a design's list, plus
-  ending its own simulation (``$finish``, ``$stop``, ``$fatal``), and no file access at all;
+- a **test bench** (:data:`BENCH`): what a self-checking bench needs: printing, math, time,
+  random numbers, ending its own simulation (``$finish``, ``$stop``, ``$fatal``) and a
+  waveform dump (a plain literal name in its own sealed run's folder); no file read or
+  descriptor of any name, no process;
 - **properties** (:data:`PROPERTIES`): the sampled-value and bit-vector functions of SVA.
 """
 
@@ -49,8 +51,9 @@ _FILES = frozenset(
 
 #: What a design answer may call.
 DESIGN = _PRINT | _STRINGS | _MATH | _TIME | _RANDOM | _SAMPLED | _DUMPS | _FILES
-#: What a Verilog test bench may call: no file of any name, no process.
-BENCH = _PRINT | _STRINGS | _MATH | _TIME | _RANDOM | _SAMPLED | {"$finish", "$stop", "$fatal"}
+#: What a Verilog test bench may call: no file read of any name, no process; a waveform dump
+#: only (a plain literal name in its own run's folder, which nothing reads and no later run sees).
+BENCH = _PRINT | _STRINGS | _MATH | _TIME | _RANDOM | _SAMPLED | _DUMPS | {"$finish", "$stop", "$fatal"}
 #: What properties may call.
 PROPERTIES = _MATH | _SAMPLED
 #: Each kind of answer's list, by name.

@@ -9,8 +9,12 @@ differently; so it may drive and read the top's ports and nothing else:
 - imports only from ``cocotb`` and a few pure standard modules (``random``, ``math``, ...);
   no ``cocotb.simulator`` (raw handles by name), no private name of a module;
 - no ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``globals``, ``vars``, ...,
-  no ``os``/``sys``/``subprocess``/``pathlib``/``socket``, no dunder attribute (the ways
-  out of the rules above), no ``getattr``-like call with a computed or private name;
+  no ``os``/``sys``/``subprocess``/``pathlib``/``socket``; nor those modules (and
+  ``builtins``, ``importlib``, ``inspect``, ``sys.modules``...) as an attribute, reached
+  through a module that imported them (``dataclasses.sys.modules["builtins"].open``,
+  ``typing.sys``, ``getattr(enum, "sys")``), unless it is the DUT's port of that name; no
+  frame's way to globals (``.gi_frame``, ``.f_globals``); no dunder attribute (the ways out of
+  the rules above), no ``getattr``-like call with a computed or private name;
 - the DUT handle (the first parameter of a ``@cocotb.test``, any name ``dut``,
   ``cocotb.top``, and every name, parameter or attribute it is handed to) is used only as
   ``dut.<port>``, ``dut["<port>"]``, ``getattr(dut, "<port>")`` and ``dut._log``, or handed to
@@ -20,7 +24,10 @@ differently; so it may drive and read the top's ports and nothing else:
 
 The tracking is by name, not by flow: a name that holds the handle anywhere is a handle
 everywhere, which errs towards findings. A bench that does not parse (by this interpreter's
-grammar) is a finding too: what cannot be read is not run.
+grammar) is a finding too: what cannot be read is not run. These rules are a reading, so they
+are the first line only: the bench then runs under a guard inside its interpreter that refuses
+files, processes, sockets, ``ctypes`` and imports outside the list at run time
+(:mod:`cvdp_gym.harness.cocotb_bench`).
 """
 
 from __future__ import annotations
@@ -40,6 +47,16 @@ _FORBIDDEN_NAMES = frozenset({
     "open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "input", "help",
     "os", "sys", "subprocess", "pathlib", "socket", "shutil", "builtins", "__builtins__", "importlib",
     "__loader__", "__spec__",
+})
+#: Attributes no bench may read, on whatever object: the modules a forbidden name would reach,
+#: reached through a module that imported them (``dataclasses.sys``, ``typing.sys``,
+#: ``enum.sys``, ``dataclasses.inspect``), and the ways from a frame, generator or traceback to
+#: another module's globals. (A method of the bench's own named ``open`` or ``eval`` is no way
+#: out: what it would call is refused at run time.)
+_FORBIDDEN_ATTRS = frozenset({
+    "os", "sys", "subprocess", "pathlib", "socket", "shutil", "builtins", "importlib", "modules", "inspect",
+    "linecache", "posix", "ctypes", "gc", "f_globals", "f_builtins", "f_locals", "f_back", "f_code", "gi_frame",
+    "cr_frame", "ag_frame", "tb_frame", "gi_code", "cr_code", "ag_code",
 })
 _HANDLE_INTERNALS = frozenset({"_handle", "_sub_handles", "_discover_all"})
 _ATTR_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
@@ -85,6 +102,11 @@ class _Reader:
             self._forbidden(node)
         while self._spread():
             pass
+        for node in ast.walk(self.tree):  # a port may bear any name: ``dut.open`` is a port's
+            if isinstance(node, ast.Attribute) and node.attr in _FORBIDDEN_ATTRS and not (
+                self._is_handle(node.value) and node.attr in self.ports
+            ):
+                self.add(node, f"`{ast.unparse(node)}`: `.{node.attr}` leads to files, processes or the interpreter")
         for node in ast.walk(self.tree):
             if self._is_handle(node) and isinstance(getattr(node, "ctx", None), ast.Load):
                 self._handle_use(node)
@@ -131,6 +153,8 @@ class _Reader:
                 self.add(node, f"`{node.func.id}` with a computed name: a bench names what it reads")
             elif name.value.startswith("_") and name.value not in _HANDLE_EXTRAS:
                 self.add(node, f"`{node.func.id}(..., {name.value!r})`: a private name")
+            elif name.value in _FORBIDDEN_ATTRS and not (self._is_handle(node.args[0]) and name.value in self.ports):
+                self.add(node, f"`{node.func.id}(..., {name.value!r})`: leads to files, processes or the interpreter")
 
     def _is_handle(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Name):

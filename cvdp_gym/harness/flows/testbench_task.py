@@ -4,15 +4,22 @@ Contract: ``TestbenchTaskFlow().run(sandbox, problem, files, limits=, seed=)`` (
 by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``testbench`` or
 ``testbench-cocotb``) returns a ``HarnessResult`` and never raises on what the answer holds:
 
-1. the bench is read for what it may not do (:mod:`cvdp_gym.harness.bench_rules`, or for a
-   cocotb bench :mod:`cvdp_gym.harness.cocotb_bench_rules`): a finding is ``reach_in`` (a cocotb
-   bench that does not parse: ``build_error``), nothing runs;
+1. the bench is read for what it may not do: a Verilog bench by the answer gate
+   (:func:`cvdp_gym.gate.check` with ``kind="bench"``: as Icarus reads it, every system task on
+   the ``BENCH`` allowlist, no file task of any name, a waveform dump only to a plain name of
+   its own folder), then by :mod:`cvdp_gym.harness.bench_rules` (the design's internals, by name
+   or by a macro that builds the name); a cocotb bench by
+   :mod:`cvdp_gym.harness.cocotb_bench_rules`: a finding is ``reach_in`` (a cocotb bench that
+   does not parse: ``build_error``), nothing runs;
 2. ``mutants`` bugs are drawn (:mod:`cvdp_gym.harness.task_mutants`: each shown by the
    equivalence grader to differ from the reference; drawn with the run's ``seed``);
-3. one sandbox run runs the bench on each design in turn, the reference first, each design
-   under the same file and module names, each under its own time limit (``sim_s``): Icarus
-   (:mod:`cvdp_gym.harness.verilog_bench`) or cocotb 2.0.1 on Icarus
-   (:mod:`cvdp_gym.harness.cocotb_bench`, the run's seed as cocotb's);
+3. the bench runs on each design in turn, each design under the same file and module names,
+   each under its own time limit (``sim_s``), each run **sealed** (a fresh folder holding only
+   the bench and that design, nothing it writes outliving it), the reference first and again
+   at a position among the bugs drawn with ``seed`` (a verdict on the reference that changes
+   between its runs is a false alarm): Icarus (:mod:`cvdp_gym.harness.verilog_bench`, one
+   sandbox run) or cocotb 2.0.1 on Icarus (:mod:`cvdp_gym.harness.cocotb_bench`, one sandbox
+   run per design, the bench under a runtime guard, the run's seed as cocotb's);
 4. the verdict per design (:mod:`cvdp_gym.harness.bench_verdicts`): a Verilog bench **fails** a
    design when it calls ``$error``/``$fatal``, prints a line that begins with ``ERROR``,
    ``FATAL``, ``FAIL`` or ``MISMATCH`` (or says ``TEST FAILED``), exits non-zero, or does not
@@ -49,6 +56,7 @@ from cvdp_gym.data.verification_tasks import (
     DesignUnderTest,
 )
 from cvdp_gym.errors import HarnessError
+from cvdp_gym.gate import FULL, check
 from cvdp_gym.harness.bench_rules import bench_findings
 from cvdp_gym.harness.cocotb_bench import run_cocotb_designs
 from cvdp_gym.harness.cocotb_bench_rules import cocotb_bench_findings
@@ -70,13 +78,16 @@ from cvdp_gym.seeds import draw_seed
 __all__ = ["TestbenchTaskFlow"]
 
 DEFAULTS: dict[str, Any] = {"mutants": 8, "sim_s": 20.0, "coverage": False}
+#: What a Verilog bench's dump may not be named: the files of its own run.
+_PROTECTED = (BENCH_FILE, DESIGN_FILE, "sim", "compile.log", "compile.rc", "sim.log", "sim.rc")
 
 
 class TestbenchTaskFlow:
     """Grades a test bench by the bugs it catches without failing the reference."""
 
     name = TESTBENCH_FLOW
-    #: Its answer is a bench or properties, read by its own rules (the gate reads its directives).
+    #: Its answer is a bench, read here (a Verilog bench by the gate's ``BENCH`` allowlist, then
+    #: the task's rules; a cocotb bench by its rules); the runner's gate reads its directives.
     answer_kind = None
     seeded: ClassVar[bool] = True
     __test__ = False  # not a pytest class, whatever its name says
@@ -90,21 +101,23 @@ class TestbenchTaskFlow:
         design = DesignUnderTest.from_dict(problem.extra["design"])
         bench = files.get(problem.targets[0] if problem.targets else BENCH_FILE, "")
         cocotb = problem.extra.get("task") == TESTBENCH_COCOTB
-        findings = _cocotb_findings(bench, design) if cocotb else bench_findings(bench, bench_top=BENCH_TOP, design=design.text)
+        findings = _cocotb_findings(bench, design) if cocotb else _verilog_findings(bench, design)
         if findings:
             unread = cocotb and "does not parse" in findings[0]  # Python the bench's reader cannot read: a build error
             return _result(problem, False, BUILD_ERROR if unread else REACH_IN, findings[0], TestCounts(), {"findings": findings}, start)
-        draw = draw_mutants(
-            design, sandbox, count=int(settings["mutants"]), seed=draw_seed() if seed is None else seed, limits=limits,
-        )
+        drawn = draw_seed() if seed is None else seed  # the bugs, and where the reference runs again
+        draw = draw_mutants(design, sandbox, count=int(settings["mutants"]), seed=drawn, limits=limits)
         if not draw.mutants:
             return _result(problem, False, UNSUPPORTED, draw.why, TestCounts(), {"draw": draw.summary()}, start)
         texts = [design.text, *(m.text for m in draw.mutants)]
         sim_s = float(settings["sim_s"])
         if cocotb:
-            runs = run_cocotb_designs(sandbox, bench, texts, design.top, sim_s=sim_s, limits=limits, keep_dir=keep_dir, seed=seed or 1)
+            runs = run_cocotb_designs(
+                sandbox, bench, texts, design.top, sim_s=sim_s, limits=limits, keep_dir=keep_dir, seed=seed or 1,
+                order_seed=drawn,
+            )
         else:
-            runs = run_verilog_designs(sandbox, bench, texts, sim_s=sim_s, limits=limits, keep_dir=keep_dir)
+            runs = run_verilog_designs(sandbox, bench, texts, sim_s=sim_s, limits=limits, keep_dir=keep_dir, seed=drawn)
         reference, mutants = runs[0], runs[1:]
         official: dict[str, Any] = {
             "task": problem.extra.get("task", "testbench"), "draw": draw.summary(), "reference": dataclasses.asdict(reference),
@@ -129,6 +142,17 @@ class TestbenchTaskFlow:
         passed = killed == len(scored)
         why = f"the test bench passes the reference and catches {killed} of {len(scored)} seeded bugs"
         return _result(problem, passed, None if passed else TEST_FAILURE, why, counts, official, start)
+
+
+def _verilog_findings(bench: str, design: DesignUnderTest) -> list[str]:
+    """What a Verilog bench may not do: the answer gate's reading (as Icarus reads it, every
+    system task on the ``BENCH`` allowlist, a dump only to a plain name of its own folder, the
+    design supplied so that its names resolve), then the task's own rules (the design's
+    internals, by name or by a macro that builds the name)."""
+    found = check(
+        {BENCH_FILE: bench}, kind="bench", supplied={DESIGN_FILE: design.text}, protected=_PROTECTED, rules=FULL,
+    )
+    return [str(f) for f in found.findings] + bench_findings(bench, bench_top=BENCH_TOP, design=design.text)
 
 
 def _cocotb_findings(bench: str, design: DesignUnderTest) -> list[str]:
