@@ -9,10 +9,12 @@ design: CVDP, VerilogEval, RTLLM, ChipBench, the training sets) as ``task``:
   and fails on seeded mutants that are shown not to be equivalent);
 - ``testbench-cocotb``: the same with a cocotb test bench in Python (``test_tb.py``), run by
   cocotb 2.0.1 on Icarus: for users whose flows verify in Python, as CVDP's harnesses do;
-- ``assertion``: the model writes SVA properties for the design (shown the specification and
-  the reference design), which are placed at the end of the design's top module; graded by
-  ``harness.flows.assertion_task`` with Yosys's formal (hold on the reference, not vacuous,
-  fail on mutants).
+- ``assertion``: the model writes SVA properties for the design the specification describes,
+  seeing the specification and the design's header (its ports), never its body; they are
+  placed at the end of the design's top module but may read only its ports and their own
+  helper declarations (a restatement of the design needs its text or its internal names);
+  graded by ``harness.flows.assertion_task`` with Yosys's formal (ports only, hold on the
+  reference, not vacuous, fail on mutants).
 
 It returns None for a problem with no reference design (no task can be posed). The task
 problem keeps the reference design under ``reference`` and what the graders need in
@@ -29,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from cvdp_gym.data.benchmark import RTL_DIR, SPEC_FILE
+from cvdp_gym.data.benchmark import SPEC_FILE
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
+from cvdp_gym.data.module_interface import ports_interface
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.errors import ConfigError
 
@@ -140,8 +143,8 @@ def task_problem(problem: Problem, task: str, *, agentic: bool = False, coverage
 
     ``coverage``: a test bench's grade also measures its line and toggle coverage of the
     reference (Verilator; about 4.5 s an answer, so off by default, on for ``eval``).
-    ``agentic``: as an agentic episode, the specification in ``docs/specification.md`` (and,
-    for assertions, the design under ``rtl/``), the answer written to ``verif/``."""
+    ``agentic``: as an agentic episode, the specification in ``docs/specification.md`` (never
+    the design), the answer written to ``verif/``."""
     if task not in TASKS:
         raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
     if is_task_problem(problem):  # already posed (an adapter handing an environment's problems on)
@@ -163,7 +166,7 @@ def task_problem(problem: Problem, task: str, *, agentic: bool = False, coverage
     context: dict[str, str] = {}
     if agentic:
         target = f"{VERIF_DIR}/{target}"
-        context = {SPEC_FILE: spec} | ({f"{RTL_DIR}/{design.target}": design.text} if task == ASSERTION else {})
+        context = {SPEC_FILE: spec}  # the design is never shown: the tasks check it against the specification
         prompt += f"\n\nWrite it to `{target}` (the specification is also in `{SPEC_FILE}`)."
     return dataclasses.replace(
         problem,
@@ -253,14 +256,21 @@ def _cocotb_prompt(spec: str, design: DesignUnderTest) -> str:
 
 
 def _assertion_prompt(spec: str, design: DesignUnderTest) -> str:
+    # the header the harness reads too (imported here: the harness imports this module)
+
+    header = ports_interface(design.text, design.top) or f"module {design.top} (...);"
     return (
-        f"Write SystemVerilog assertions that check this design against its specification.\n\n"
+        f"Write SystemVerilog assertions that check the design this specification describes.\n\n"
         f"## Specification\n\n{spec}\n\n"
-        f"## The design\n\n```verilog\n{design.text.strip()}\n```\n\n"
+        f"## The design under test\n\nModule `{design.top}` (its body is not shown). Its header:\n\n"
+        f"```verilog\n{header}\n```\n\n"
         f"## What to write\n\n"
         f"- Concurrent assertions, `assert property (@(posedge clk) [disable iff (...)] ...);`, with any helper "
-        f"`wire`/`reg` declarations and `assign`/`always` blocks they need. They are placed at the end of module "
-        f"`{design.top}`'s body, so they may read any of its signals.\n"
+        f"`wire`/`reg` declarations and `assign`/`always` blocks they need (a model of the specified behaviour, "
+        f"for example). They are placed inside module `{design.top}`, but they may read only its ports (and "
+        f"parameters) and the helper declarations they make themselves: a name inside the design, a hierarchical "
+        f"name into it or a module instance earns nothing. Begin helper names with `chk_` (they share the "
+        f"module's scope with the design's own signals).\n"
         f"- Supported: boolean expressions, `$past`, `$rose`, `$fell`, `$stable`, fixed delays `##N`, and the "
         f"implications `|->` and `|=>`. Not supported (a property using them earns nothing): delay ranges "
         f"`##[m:n]`, repetition `[*n]`, `[->n]`, `[=n]`, `throughout`, `within`, `intersect`, `until`, "

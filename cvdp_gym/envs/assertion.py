@@ -16,11 +16,16 @@ class AssertionEnv(SingleShotEnv):
     Assertion generation: each problem of the dataset that has a reference design is posed as
     "write SystemVerilog assertions that check this design against its specification"
     (:mod:`cvdp_gym.data.verification_tasks`); the model sees the specification and the
-    design. ``step`` extracts the properties (``properties.sv``: concurrent ``assert
-    property`` statements and the helper declarations they need, placed at the end of the
-    design's top module) and checks them with open formal, Yosys 0.40's SAT solver
-    (:mod:`cvdp_gym.harness.flows.assertion_task`, :mod:`cvdp_gym.harness.assertions`):
-    every supported property must hold on the reference (proved by induction, or no
+    design's header (its ports and parameters), never its body. ``step`` extracts the
+    properties (``properties.sv``: concurrent ``assert property`` statements and the helper
+    declarations they need, placed at the end of the design's top module) and checks them
+    with open formal, Yosys 0.40's SAT solver (:mod:`cvdp_gym.harness.flows.assertion_task`,
+    :mod:`cvdp_gym.harness.assertions`). The properties may read only the design's ports and
+    their own helper declarations (:mod:`cvdp_gym.harness.assertions.ports_only`, pyslang,
+    before anything runs): a name inside the design, a hierarchical name into it or a module
+    instance is ``reach_in`` (reward 0), with the name and its line. A restatement of the design
+    needs its text or its internal names; from the specification and the ports, a property
+    that catches a bug encodes the specified behaviour. Then every supported property must hold on the reference (proved by induction, or no
     counterexample within ``depth`` cycles after reset) and not be vacuous (its antecedent is
     reachable); the answer earns the fraction of seeded bugs (mutants shown not equivalent,
     drawn per run, never shown) on which some property fails.
@@ -33,12 +38,12 @@ class AssertionEnv(SingleShotEnv):
     ``within``, ``intersect``, ``until``, ``s_eventually``, ``first_match``, declared sequences,
     ``cover``/``assume`` and a second clock are reported unsupported with the reason (such a
     property earns nothing; it never passes silently). Registers no reset covers start from
-    any value; the reset is asserted in the first cycle only.
+    any defined value (every bit 0 or 1, never X); the reset is asserted in the first cycle only.
 
     Also as a refinement or agentic episode: ``gymnasium.make("RTL-Refine-v0",
     task="assertion", reward="kills")``, ``gymnasium.make("RTL-Agentic-v0", task="assertion",
-    reward="kills")`` (the design in ``rtl/``, the properties written to
-    ``verif/properties.sv``).
+    reward="kills")`` (the specification in ``docs/specification.md``, no design; the
+    properties written to ``verif/properties.sv``).
 
     ## Action Space
 
@@ -46,14 +51,14 @@ class AssertionEnv(SingleShotEnv):
 
     ## Observation Space
 
-    ``reset``: the task prompt (the specification, the design, the supported subset);
+    ``reset``: the task prompt (the specification, the design's header, the supported subset);
     ``step``: ``""``.
 
     ## Rewards
 
     ``kills`` by default (:mod:`cvdp_gym.grading.rewards`): the fraction of the drawn bugs the
-    properties catch, in [0, 1]; 0.0 when they do not build with the design, one fails on
-    the reference, all are vacuous or unsupported.
+    properties catch, in [0, 1]; 0.0 when they read a name inside the design (``reach_in``),
+    do not build with the design, one fails on the reference, all are vacuous or unsupported.
 
     ## Starting State
 
@@ -83,6 +88,7 @@ class AssertionEnv(SingleShotEnv):
     | `reference` | **dict** | `passed` (the properties hold meaningfully on the reference), `why`. |
     | `clock`, `reset` | **str or None** | The clock the properties are sampled on and the reset asserted in the first cycle. |
     | `draw` | **dict** | As in `RTL-Testbench-v0`. |
+    | `findings` | **list[str]** | Only for a refused answer (`reach_in`, or a name declared nowhere): the name and its line. |
 
     ## Arguments
 
@@ -111,7 +117,8 @@ class AssertionEnv(SingleShotEnv):
 
     ## Version History
 
-    * v0: Initial version release (issue 38).
+    * v0: Initial version release (issue 38); the design's body hidden and the properties kept
+      to its ports (issue 45).
     """
 
     def __init__(self, dataset: Any = None, *, reward: str | RewardFn = "kills", task: str = ASSERTION, **kwargs: Any) -> None:

@@ -19,8 +19,10 @@ The model (as in :mod:`cvdp_gym.harness.equivalence.formal`'s cycle model): one 
 one clock cycle, ``async2sync`` makes asynchronous resets act in the step they are
 asserted, inputs are always defined (``-set-def-inputs``), the reset is asserted in the
 first step and free afterwards, and the first step is never checked (``-seq 1``). Unlike
-the equivalence stage, registers no reset or initial value covers start from any value
-(not X): a property that relies on one fails, as it could on hardware. Only the answer's
+the equivalence stage, registers no reset or initial value covers start from any *defined*
+value (``-set-init-def``: every bit 0 or 1, never X): a property that relies on one
+particular start fails, as it could on hardware, and one that holds for every 0/1 start
+holds (an X start would fail it where no hardware could). Only the answer's
 properties are checked: every other assertion, assumption or cover cell (the design's own,
 or an immediate ``assume`` in the answer's pass-through statements) is removed
 (``chformal -remove``), so an answer cannot constrain the design. An answer that names a
@@ -190,7 +192,7 @@ def yosys_script(
     for i in indices:
         lines.append(f"log {marker} {i}")
         lines.append(
-            f"sat -tempinduct -prove-asserts -set-def-inputs -set {SELECT} {i}{start} -maxsteps {steps}"
+            f"sat -tempinduct -prove-asserts -set-def-inputs -set-init-def -set {SELECT} {i}{start} -maxsteps {steps}"
         )
     lines.append(f"log {marker} end")
     return "\n".join(lines) + "\n"

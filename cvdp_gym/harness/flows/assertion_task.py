@@ -4,6 +4,12 @@ Contract: ``AssertionTaskFlow().run(sandbox, problem, files, limits=, seed=)`` (
 by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``assertion``) returns a
 ``HarnessResult`` and never raises on what the answer holds:
 
+0. the properties may read only the design's ports and what they declare themselves
+   (:mod:`cvdp_gym.harness.assertions.ports_only`: compiled with pyslang inside a stub of the
+   design's top that holds only its ports and parameters): an answer naming an internal
+   signal of the design, a hierarchical name into it, or instantiating a module is
+   ``reach_in``, with the name and its line; a name declared nowhere is a ``build_error``.
+   Nothing runs for either;
 1. the design's clock, its edge and its reset come from the reference
    (:func:`cvdp_gym.harness.equivalence.ports.read_design`): the properties are sampled on the
    primary clock, the reset is asserted in the first step;
@@ -35,9 +41,11 @@ from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.verification_tasks import ASSERTION_FLOW, PROPERTIES_FILE, DesignUnderTest
 from cvdp_gym.errors import HarnessError
 from cvdp_gym.harness.assertions import PropertyReport, check_properties
+from cvdp_gym.harness.assertions.ports_only import outside_names
 from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
+    REACH_IN,
     TEST_FAILURE,
     UNDECIDED,
     UNSUPPORTED,
@@ -70,6 +78,13 @@ class AssertionTaskFlow:
         settings = {**DEFAULTS, **dict(problem.extra.get("assertion") or {})}
         design = DesignUnderTest.from_dict(problem.extra["design"])
         answer = files.get(problem.targets[0] if problem.targets else PROPERTIES_FILE, "")
+        try:
+            reach = outside_names(design.text, design.top, answer)
+        except ValueError as exc:
+            return _result(problem, False, UNSUPPORTED, str(exc), TestCounts(), {}, start)
+        if reach is not None:
+            failure = REACH_IN if reach.inside else BUILD_ERROR
+            return _result(problem, False, failure, reach.reason, TestCounts(), {"task": "assertion", "findings": [reach.reason]}, start)
         try:
             described = read_design(design.text, design.top, "reference.sv")
         except (HarnessError, RecursionError) as exc:

@@ -34,9 +34,12 @@ def test_a_bench_prompt_has_the_specification_and_header_never_the_design_or_whe
         assert body and body not in posed.prompt, problem.id
 
 
-def test_the_assertion_prompt_shows_the_design():
+def test_the_assertion_prompt_shows_the_header_and_hides_the_body():
+    """Properties are written from the specification over the ports: the design's body, which a
+    restatement would copy, is never shown (issue 45)."""
     posed = task_problem(BUNDLED["cvdp_gym_gray_converter_0001"], ASSERTION)
-    assert "assign gray_o = bin_i ^ (bin_i >> 1);" in posed.prompt and posed.targets == ("properties.sv",)
+    assert "assign gray_o = bin_i ^ (bin_i >> 1);" not in posed.prompt and posed.targets == ("properties.sv",)
+    assert "module gray_converter #(" in posed.prompt
 
 
 def test_only_problems_with_a_reference_are_posed_and_posing_twice_changes_nothing():

@@ -62,6 +62,20 @@ ADDER_PROPERTIES = """
   p_onehot: assert property ((a == 4'd1 && b == 4'd0) |-> $onehot(s) && $onehot0(s) && $countones(s) == 1);
 """
 
+#: A register no reset or initial value covers (it loads only when asked, and the design has no reset).
+LOADABLE = """module loadable(input clk, input load, input [3:0] d, output reg [3:0] q);
+  always @(posedge clk) if (load) q <= d;
+endmodule
+"""
+LOADABLE_PROPERTIES = """
+  // true whatever 0/1 value q starts from; an X start would fail both (X == X is not true)
+  p_keeps: assert property (@(posedge clk) !load |=> q == $past(q));
+  p_defined: assert property (@(posedge clk) (q == 4'd0) || (q != 4'd0));
+  p_loads: assert property (@(posedge clk) load |=> q == $past(d));
+  // relies on one start value: false for a start other than 0
+  p_zero: assert property (@(posedge clk) !load |=> q == 4'd0);
+"""
+
 
 @pytest.fixture(scope="module")
 def runs(sandbox):
@@ -94,7 +108,10 @@ def runs(sandbox):
         sandbox, {"reference": COUNTER}, "counter", "assign q = 4'd0;\n  assert property (@(posedge clk) q == 4'd0);\n",
         clock="clk", reset=("rst", True),
     )
-    return {"misspelt": misspelt, "drives": drives, "counter": counter, "adder": adder, "broken": broken, "broken_helper": broken_helper, "cheat": cheat}
+    uncovered = check_properties(
+        sandbox, {"reference": LOADABLE}, "loadable", LOADABLE_PROPERTIES, clock="clk", reset=None, depth=6,
+    )
+    return {"uncovered": uncovered, "misspelt": misspelt, "drives": drives, "counter": counter, "adder": adder, "broken": broken, "broken_helper": broken_helper, "cheat": cheat}
 
 
 def verdicts(report, design: str) -> dict[str, str]:
@@ -182,6 +199,15 @@ def test_an_answer_cannot_assume_its_way_to_a_proof(runs):
     assert [r.verdict for r in report.verdicts["reference"].values()] == ["fails"]
 
 
+@pytest.mark.sandbox
+def test_a_register_no_reset_covers_starts_from_a_defined_value(runs):
+    # any 0/1 start, never X (Yosys's -set-init-def): a property true for every 0/1 start holds
+    on_reference = verdicts(runs["uncovered"], "reference")
+    for label in ("p_keeps", "p_defined", "p_loads"):
+        assert on_reference[label] in ("proved", "bounded"), (label, on_reference)
+    assert on_reference["p_zero"] == "fails"  # q may start at any 0/1 value, not only 0
+
+
 # -- the lowering, without Yosys ---------------------------------------------------------
 
 
@@ -249,3 +275,115 @@ def test_reading_a_log_is_by_marker_and_whole_lines():
     assert not error and [results[i].verdict for i in range(3)] == ["fails", "bounded", "proved"]
     timed_out, _ = read_results("M check\nM 0\n", "124", lowered, "M", 5)
     assert {r.verdict for r in timed_out.values()} == {"undecided"}
+
+
+# -- the task's flow: properties may read the ports only ---------------------------------
+
+#: Two registers deep: q is d two cycles late; `stage` and `out_r` are internal.
+PIPE = """module pipe(input clk, input rst, input [3:0] d, output [3:0] q);
+  reg [3:0] stage, out_r;
+  always @(posedge clk)
+    if (rst) begin stage <= 4'd0; out_r <= 4'd0; end
+    else begin stage <= d; out_r <= stage; end
+  assign q = out_r;
+endmodule
+"""
+#: What a copy of the design's text earns nothing for: each assign restated, each register shadowed.
+PIPE_RESTATING = """reg [3:0] chk_sh_stage, chk_sh_out_r;
+always @(posedge clk)
+  if (rst) begin chk_sh_stage <= 4'd0; chk_sh_out_r <= 4'd0; end
+  else begin chk_sh_stage <= d; chk_sh_out_r <= stage; end
+assert property (@(posedge clk) q == out_r);
+assert property (@(posedge clk) stage == chk_sh_stage);
+"""
+#: Written from the behaviour (q is d two cycles late, 0 after a reset), over the ports only.
+PIPE_HONEST = """reg [3:0] chk_d1;
+always @(posedge clk) chk_d1 <= d;
+assert property (@(posedge clk) rst |=> q == 4'd0);
+assert property (@(posedge clk) rst ##1 !rst |=> q == 4'd0);
+assert property (@(posedge clk) disable iff (rst) ##2 q == $past(d, 2));
+assert property (@(posedge clk) disable iff (rst) ##2 q == $past(chk_d1));
+"""
+#: Event counter (bundled): port-only properties written from its specification's four rules and `wrap`.
+EVENT_COUNTER_HONEST = """
+assert property (@(posedge clk) rst |=> count == 8'd0);
+assert property (@(posedge clk) !rst && load |=> count == $past(load_val));
+assert property (@(posedge clk) !rst && !load && en && dir |=> count == $past(count) + 8'd1);
+assert property (@(posedge clk) !rst && !load && en && !dir |=> count == $past(count) - 8'd1);
+assert property (@(posedge clk) !rst && !load && !en |=> count == $past(count));
+assert property (@(posedge clk) wrap == (!rst && !load && en && ((dir && count == 8'hFF) || (!dir && count == 8'h00))));
+"""
+
+
+def pipe_problem():
+    import dataclasses
+
+    from cvdp_gym.data.verification_tasks import ASSERTION, task_problem
+    from tests.cvdp_gym.harness.verification_problems import counter_problem
+
+    spec = "`pipe`: q is d delayed by two rising edges of clk; a synchronous active-high reset rst clears both stages."
+    problem = dataclasses.replace(
+        counter_problem(), id="made-up.pipe", prompt=spec, targets=("pipe.sv",), reference={"pipe.sv": PIPE},
+    )
+    return task_problem(problem, ASSERTION)
+
+
+def grade(sandbox, problem, text: str):
+    from cvdp_gym.harness.flows.assertion_task import AssertionTaskFlow
+    from cvdp_gym.sandbox.base import Limits
+
+    return AssertionTaskFlow().run(sandbox, problem, {problem.targets[0]: text}, limits=Limits(wall_s=300), seed=3)
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "line"),
+    [
+        (PIPE_RESTATING, "stage", 4),  # a register shadowed from the design's own (the first such line)
+        (PIPE_RESTATING.replace("chk_sh_out_r <= stage", "chk_sh_out_r <= d"), "out_r", 5),  # an assign restated
+        ("assert property (@(posedge clk) q == $past(stage));\n", "stage", 1),
+        ("\nassert property (@(posedge clk) q == pipe.out_r);\n", "pipe.out_r", 2),  # a hierarchical name into it
+        ("assert property (@(posedge clk) q == $root.pipe.stage);\n", "$root.pipe.stage", 1),
+    ],
+)
+def test_a_property_reading_the_designs_internals_is_reach_in_before_anything_runs(answer, named, line):
+    result = grade(None, pipe_problem(), answer)  # no sandbox: refused before any tool runs
+    assert result.failure_class == "reach_in" and not result.passed, result.reason
+    assert f"`{named}`" in result.reason and f"answer line {line}:" in result.reason, result.reason
+    assert "inside the design" in result.reason
+
+
+def test_an_instance_or_a_name_declared_nowhere_is_refused_too():
+    instance = grade(None, pipe_problem(), "pipe copy(.clk(clk), .rst(rst), .d(d), .q());\nassert property (@(posedge clk) 1);\n")
+    assert instance.failure_class == "reach_in" and "an instance of `pipe`" in instance.reason
+    misspelt = grade(None, pipe_problem(), "assert property (@(posedge clk) qq == 4'd0);\n")
+    assert misspelt.failure_class == "build_error" and "`qq` is declared nowhere" in misspelt.reason
+
+
+def test_the_ports_only_check_reads_non_ansi_headers_and_parameters():
+    from cvdp_gym.harness.assertions.ports_only import outside_names, ports_interface
+
+    design = (
+        "module n(clk, a, y); parameter P = 2; localparam L = 3; input clk; input [P-1:0] a; output [P-1:0] y;\n"
+        "  reg [P-1:0] r; always @(posedge clk) r <= a; assign y = r;\nendmodule\n"
+    )
+    assert outside_names(design, "n", "reg [P-1:0] chk_a;\nalways @(posedge clk) chk_a <= a;\nassert property (@(posedge clk) y == $past(a));\n") is None
+    assert outside_names(design, "n", "assert property (@(posedge clk) y == r);\n").name == "r"
+    assert outside_names(design, "n", "assert property (@(posedge clk) y == L);\n").name == "L"  # a localparam is internal
+    shown = ports_interface(design, "n")
+    assert "input [P-1:0] a;" in shown and "parameter P = 2;" in shown and "reg [P-1:0] r" not in shown
+    # slang counts bytes: a comment in UTF-8 before the header moves nothing
+    accented = "// contrôleur — état\n" + PIPE.replace("output [3:0] q);", "output [3:0] q); // sortie é")
+    assert ports_interface(accented, "pipe").endswith("output [3:0] q);")
+    assert outside_names(accented, "pipe", PIPE_HONEST) is None
+    assert outside_names(accented, "pipe", "assert property (@(posedge clk) q == stage);\n").name == "stage"
+
+
+@pytest.mark.sandbox
+def test_honest_port_only_properties_with_helpers_keep_full_kills(sandbox):
+    pipe = grade(sandbox, pipe_problem(), PIPE_HONEST)
+    assert pipe.passed and pipe.official["kill_rate"] == 1.0, (pipe.reason, pipe.official.get("properties"))
+    from cvdp_gym.data import load_dataset
+
+    (counter,) = [p for p in load_dataset("bundled#assertion") if p.id == "cvdp_gym_event_counter_0001.assertion"]
+    graded = grade(sandbox, counter, EVENT_COUNTER_HONEST)
+    assert graded.passed and graded.official["kill_rate"] == 1.0, (graded.reason, graded.official.get("properties"))
