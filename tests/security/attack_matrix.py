@@ -38,6 +38,9 @@ from pathlib import Path
 from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.gate import Scan
+from tests.support import (
+    WRONG_ADDER,  # RTLLM's adder wrong on one input of 512: its test bench passes it
+)
 
 __all__ = [
     "FLOWS", "HIDINGS", "PAYLOADS", "Flow", "Grading", "Hiding", "Payload", "answer", "applicable", "cells", "expects_reach_in",
@@ -98,11 +101,6 @@ CNT8 = """module cnt8(input clk, input rst, input en, output reg [7:0] q);
   always @(posedge clk)
     if (rst) q <= 8'd0;
     else if (en) q <= q + 8'd1;
-endmodule
-"""
-#: RTLLM's adder wrong on one input of 512: its test bench passes it (tests/support.py).
-WRONG_ADDER = """module adder_4bit (input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);
-    assign {cout, sum} = (a == 4'd15 && b == 4'd15 && cin) ? 5'd0 : a + b + cin;
 endmodule
 """
 #: The split view's three parts per flow: the header, what the simulator should see and what

@@ -28,24 +28,15 @@ from cvdp_gym.harness import HarnessRunner
 from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.runner import RunOptions
 from cvdp_gym.sandbox.base import Limits
+from tests.security.attack_matrix import ALU
+from tests.security.attack_matrix import WRONG as MATRIX_WRONG
 
 pytestmark = pytest.mark.sandbox
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
-ALU = """module alu(input [7:0] a, input [7:0] b, input [1:0] op, output reg [7:0] y, output zero);
-  always @* case (op) 2'd0: y = a + b; 2'd1: y = a - b; 2'd2: y = a & b; default: y = a ^ b; endcase
-  assign zero = (y == 8'd0);
-endmodule
-"""
-#: Each flow's wrong answer (it builds, and fails): the attacks ride on it.
-WRONG = {
-    "ve2": "module TopModule (input a, input b, input c, output out);\n  assign out = a | b;\nendmodule\n",
-    "ve1": "  assign out = a | b;\nendmodule\n",  # completes the prompt's header
-    "rtllm": "module adder_4bit(input [3:0] a, input [3:0] b, input cin, output [3:0] sum, output cout);\n"
-             "  assign {cout, sum} = a - b;\nendmodule\n",
-    "reference": "module alu(input [7:0] a, input [7:0] b, input [1:0] op, output [7:0] y, output zero);\n"
-                 "  assign y = a + b;\n  assign zero = 1'b0;\nendmodule\n",
-}
+#: Each flow's wrong answer (it builds, and fails): the attacks ride on it (the attack
+#: matrix's, which has more flows).
+WRONG = {flow: MATRIX_WRONG[flow] for flow in ("ve2", "ve1", "rtllm", "reference")}
 #: What each flow's attacks name: its pass words, its test bench's root, the module it
 #: compares against, a verdict signal and the instance beside the answer's.
 NAMES = {
