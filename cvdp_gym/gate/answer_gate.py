@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -35,6 +36,7 @@ from cvdp_gym.gate.reach_in import FULL, NEVER, RTL_SUFFIXES, scan
 __all__ = ["FULL", "NEVER", "check"]
 
 _MEMO: OrderedDict[str, Scan] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
 _MEMO_SIZE = 256
 #: The largest file of a workspace the gate reads (an included one, or one of its Verilog files).
 _MAX_INCLUDED_BYTES = 4_000_000
@@ -74,9 +76,11 @@ def check(
     supplied = {path: text for path, text in (supplied or {}).items() if path not in own}
     readable, protected = tuple(readable), tuple(protected)
     key = _key(own, others, supplied, readable, protected, rules, kind, directives_only) if workspace is None else ""
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return _MEMO[key]
+    with _MEMO_LOCK:
+        memoised = _MEMO.get(key) if key else None
+        if memoised is not None:
+            _MEMO.move_to_end(key)
+            return memoised
 
     def read(path: str) -> str | None:
         if path in others:
@@ -92,9 +96,10 @@ def check(
             protected=protected, rules=rules, kind=kind, included=directives.included,
         )
     if key:  # a workspace can change under the same path: never memoised
-        _MEMO[key] = found
-        if len(_MEMO) > _MEMO_SIZE:
-            _MEMO.popitem(last=False)
+        with _MEMO_LOCK:  # graders call from several threads
+            _MEMO[key] = found
+            if len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
     return found
 
 
