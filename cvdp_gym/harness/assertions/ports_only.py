@@ -9,7 +9,7 @@ the design, ``sh_q``; a hierarchical name into it, ``top.state``, ``u_core.q``, 
 an instance of a module, ``sub u (...)``), or None. ``Reach.inside`` says whether the name is
 one the design declares (a read of its internals: ``reach_in``) or declared nowhere (a
 misspelling: a build error, as it always was). A design whose header or ``endmodule`` a macro
-builds raises ``ValueError`` (never read as clean). ``ports_interface(design, top)`` is what the
+builds raises ``HarnessError`` (never read as clean). ``ports_interface(design, top)`` is what the
 prompt shows: the module's header and, for a header without types (``module m(a, b);``), its
 port and parameter declarations.
 
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pyslang import SourceManager, ast, syntax
 
 from cvdp_gym.data.module_interface import module_parts, module_top, ports_interface
+from cvdp_gym.errors import HarnessError
 
 __all__ = ["Reach", "outside_names", "ports_interface"]
 
@@ -78,11 +79,11 @@ class Reach:
 
 def outside_names(design: str, top: str, answer: str) -> Reach | None:
     """The first name of ``answer`` that does not resolve in the ports-only stub (see the module
-    docstring); raises ``ValueError`` when ``top``'s header or ``endmodule`` cannot be read (a
+    docstring); raises ``HarnessError`` when ``top``'s header or ``endmodule`` cannot be read (a
     macro builds it): the check fails closed, never open."""
     parts = module_parts(design, top)
     if parts is None:
-        raise ValueError(f"module {top}'s header cannot be read for the ports-only check")
+        raise HarnessError(f"module {top}'s header cannot be read for the ports-only check")
     head, kept, tail = parts
     prefix = head + "\n" + "".join(f"  {k}\n" for k in kept) + _MARK + "\n"
     stub = prefix + answer + "\nendmodule" + tail
