@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.verilog_text import top_level_commas
 from cvdp_gym.harness.svparse import parse_sources
 from cvdp_gym.plugins import PluginTable
 
@@ -59,13 +60,3 @@ def connections(testbench: str, module: str) -> tuple[list[str], int] | None:
     return named, positional
 
 
-def top_level_commas(body: str) -> list[int]:
-    depth, commas = 0, []
-    for i, ch in enumerate(body):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            commas.append(i)
-    return commas

@@ -26,7 +26,7 @@ itself, so that its text reads the same under every tool by construction:
   ``(* blackbox *)``, ``(* anyseq *)``, ``(* full_case *)``) change what one tool compiles and
   not another: refused.
 
-Contract: ``read_directives(files, supplied=, resolve=)`` walks the answer's files
+Contract: ``read_directives(files, supplied=, readable=)`` walks the answer's files
 (``{path: text}``) and returns :class:`Directives`: the findings and
 every file the answer's includes reach (``included``: path as written, resolved path, text),
 which the name check then parses with the rest. Cheap: one regular-expression pass a file.
@@ -34,11 +34,13 @@ which the name check then parses with the rest. Cheap: one regular-expression pa
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from cvdp_gym.data.verilog_text import top_level_commas
 from cvdp_gym.gate.findings import Finding
 
 __all__ = ["ATTRIBUTES", "DIRECTIVES", "TOOL_MACROS", "Directives", "read_directives", "resolve_include", "tool_macro"]
@@ -87,9 +89,10 @@ ATTRIBUTES = frozenset({
 })
 #: First words of a comment that a tool reads as a pragma.
 _PRAGMA_COMMENT = re.compile(r"\s*(synopsys|synthesis|pragma|translate_off|translate_on|rtl_synthesis|cadence|ambit|exemplar)\b", re.I)
+_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 _TOKEN = re.compile(
     r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
-    r'|(?P<string>"(?:\\.|[^"\\\n])*")'
+    rf"|(?P<string>{_STRING.pattern})"
     r"|(?P<escaped>\\\S+)"
     r'|(?P<paste>``|`"|`\\`")'
     r"|`(?P<directive>[A-Za-z_]\w*)"
@@ -98,7 +101,7 @@ _TOKEN = re.compile(
 )
 _NAME_AFTER = re.compile(r"[ \t]*([A-Za-z_]\w*)")
 _INCLUDE_PATH = re.compile(r'[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>)')
-#: The folders a CVDP workspace gives an answer, and where the harness mounts it.
+#: Where a CVDP harness mounts the answer's workspace (an include may name its files from there).
 _ANSWER_ROOT = "/code/"
 _DEPTH = 32
 
@@ -140,109 +143,112 @@ def read_directives(
     the included files. ``supplied``: the problem's own files (their definitions count, their
     own directives are not checked); ``readable``: more of the answer's files by path (an
     agent's workspace), read only when an include names them."""
-    supplied = dict(supplied or {})
-    found = Directives()
-
-    def text_of(path: str) -> str | None:
-        if path in files:
-            return files[path]
-        if path in supplied:
-            return supplied[path]
-        return readable(path) if readable is not None else None
-
-    cache: dict[str, str | None] = {}
-
-    def known(path: str) -> bool:
-        if path not in cache:
-            cache[path] = text_of(path)
-        return cache[path] is not None
-
-    state: set[str] = set()  # macros whose state the answer has set (defined or undefined)
-    defined: set[str] = set()
-    for text in supplied.values():  # the problem's files: their definitions are given
+    reader = _Reader(files, dict(supplied or {}), readable)
+    for text in reader.supplied.values():  # the problem's files: their definitions are given
         for match in _TOKEN.finditer(text):
             if match.group("directive") in ("define", "undef"):
                 name = _NAME_AFTER.match(text, match.end())
                 if name:
-                    state.add(name.group(1))
-                    (defined.add if match.group("directive") == "define" else defined.discard)(name.group(1))
-    for path in files:
-        if path in supplied:
-            continue
-        _read(path, files[path], found, state, defined, known, cache, stack=[path])
-    return found
+                    reader.set_macro(match.group("directive"), name.group(1))
+    for path, text in files.items():
+        if path not in reader.supplied:
+            reader.read(path, text, stack=[path])
+    return reader.found
 
 
-def _read(
-    path: str, text: str, found: Directives, state: set[str], defined: set[str],
-    known: Callable[[str], bool], cache: dict[str, str | None], *, stack: list[str],
-) -> None:
-    """One file in reading order; an include is read where it stands."""
+class _Reader:
+    """One reading of an answer, in the order a tool reads it: the macros whose state it set
+    so far, the files it can reach, and what it found."""
 
-    def add(offset: int, what: str) -> None:
-        found.findings.append(Finding(path, text.count("\n", 0, offset) + 1, what))
+    def __init__(self, files: Mapping[str, str], supplied: dict[str, str], readable: Callable[[str], str | None] | None):
+        self.files, self.supplied, self.readable = files, supplied, readable
+        self.found = Directives()
+        self.state: set[str] = set()  # macros whose state the answer has set (defined or undefined)
+        self.defined: set[str] = set()
+        self._texts: dict[str, str | None] = {}
 
-    tokens = list(_TOKEN.finditer(text))
-    for index, match in enumerate(tokens):
-        if match.group("comment") is not None:
-            body = match.group("comment")[2:]
-            pragma = _PRAGMA_COMMENT.match(body)
-            if pragma:
-                add(match.start(), f"`{match.group('comment')[:60].strip()}`: a comment one tool reads as a pragma ({pragma.group(1)}) and another does not")
-            continue
-        if match.group("attribute") is not None:
-            for name in _attribute_names(match.group("attribute_body")):
-                if name not in ATTRIBUTES:
-                    add(match.start(), f"`(* {name} *)`: an attribute that changes how one tool reads the design")
-            continue
-        directive = match.group("directive")
-        if directive is None:
-            continue
-        if directive in ("define", "undef", "ifdef", "ifndef", "elsif"):
-            name_match = _NAME_AFTER.match(text, match.end())
-            if not name_match:
-                add(match.start(), f"`` `{directive} `` without a macro name")
+    def set_macro(self, directive: str, name: str) -> None:
+        """A `` `define `` or `` `undef `` of ``name``."""
+        self.state.add(name)
+        (self.defined.add if directive == "define" else self.defined.discard)(name)
+
+    def text(self, path: str) -> str | None:
+        """A file of the answer or the problem by path (None: no such file), read once."""
+        if path not in self._texts:
+            if path in self.files:
+                self._texts[path] = self.files[path]
+            elif path in self.supplied:
+                self._texts[path] = self.supplied[path]
+            else:
+                self._texts[path] = self.readable(path) if self.readable is not None else None
+        return self._texts[path]
+
+    def read(self, path: str, text: str, *, stack: list[str]) -> None:
+        """One file in reading order; an include is read where it stands."""
+
+        def add(offset: int, what: str) -> None:
+            self.found.findings.append(Finding(path, text.count("\n", 0, offset) + 1, what))
+
+        tokens = list(_TOKEN.finditer(text))
+        for index, match in enumerate(tokens):
+            if match.group("comment") is not None:
+                pragma = _PRAGMA_COMMENT.match(match.group("comment")[2:])
+                if pragma:
+                    add(match.start(), f"`{match.group('comment')[:60].strip()}`: a comment one tool reads as a pragma ({pragma.group(1)}) and another does not")
                 continue
-            name = name_match.group(1)
-            if directive in ("define", "undef"):
-                state.add(name)
-                (defined.add if directive == "define" else defined.discard)(name)
-            elif name not in state and not _guard(directive, name, text, tokens, index):
-                add(match.start(), f"`` `{directive} {name} ``: a macro the answer does not define (a tool's or the harness's), so tools can read different designs")
-        elif directive == "include":
-            _include(path, text, match, found, state, defined, known, cache, stack, add)
-        elif directive in OTHER_DIRECTIVES and directive not in defined:
-            add(match.start(), f"`` `{directive} ``: a directive that one tool honours and another does not")
-        elif directive not in DIRECTIVES and directive not in defined and (directive in state or tool_macro(directive)):
-            add(match.start(), f"`` `{directive} ``: a tool's macro (or one the answer undefined), whose value differs between tools")
+            if match.group("attribute") is not None:
+                for name in _attribute_names(match.group("attribute_body")):
+                    if name not in ATTRIBUTES:
+                        add(match.start(), f"`(* {name} *)`: an attribute that changes how one tool reads the design")
+                continue
+            directive = match.group("directive")
+            if directive is None:
+                continue
+            if directive in ("define", "undef", "ifdef", "ifndef", "elsif"):
+                name_match = _NAME_AFTER.match(text, match.end())
+                if not name_match:
+                    add(match.start(), f"`` `{directive} `` without a macro name")
+                    continue
+                name = name_match.group(1)
+                if directive in ("define", "undef"):
+                    self.set_macro(directive, name)
+                elif name not in self.state and not _guard(directive, name, text, tokens, index):
+                    add(match.start(), f"`` `{directive} {name} ``: a macro the answer does not define (a tool's or the harness's), so tools can read different designs")
+            elif directive == "include":
+                self._include(path, text, match, stack, add)
+            elif directive in OTHER_DIRECTIVES and directive not in self.defined:
+                add(match.start(), f"`` `{directive} ``: a directive that one tool honours and another does not")
+            elif directive not in DIRECTIVES and directive not in self.defined and (directive in self.state or tool_macro(directive)):
+                add(match.start(), f"`` `{directive} ``: a tool's macro (or one the answer undefined), whose value differs between tools")
+
+    def _include(self, path: str, text: str, match: re.Match[str], stack: list[str], add: Callable[[int, str], None]) -> None:
+        written = _INCLUDE_PATH.match(text, match.end())
+        if not written:
+            add(match.start(), "`` `include `` of a name that is not a literal")
+            return
+        name = written.group(1) if written.group(1) is not None else written.group(2)
+        target = resolve_include(name, path, lambda candidate: self.text(candidate) is not None)
+        if target is None:
+            add(match.start(), f'`include "{name}": not one of the answer\'s own files')
+            return
+        if target in stack or len(stack) >= _DEPTH:
+            add(match.start(), f'`include "{name}": includes itself')
+            return
+        body = self.text(target) or ""
+        # slang looks an include up from the includer's folder: the text goes under that name too.
+        looked_up = name if name.startswith("/") else posixpath.normpath(posixpath.join(posixpath.dirname(path), name))
+        self.found.included[looked_up] = body
+        self.found.included.setdefault(target, body)
+        self.read(target, body, stack=[*stack, target])
 
 
 def _attribute_names(body: str) -> list[str]:
     """The names an attribute instance sets (``(* keep, full_case = 1 *)``: keep, full_case);
     a name that is not a plain identifier is returned as written, and so refused."""
-    names = []
-    for item in _split_top_level(body):
-        name = item.split("=", 1)[0].strip()
-        if name:
-            names.append(name)
-    return names
-
-
-def _split_top_level(body: str) -> list[str]:
-    """``body`` split at the commas outside brackets and strings."""
-    parts, depth, start, quoted = [], 0, 0, False
-    for index, char in enumerate(body):
-        if char == '"':
-            quoted = not quoted
-        elif not quoted and char in "([{":
-            depth += 1
-        elif not quoted and char in ")]}":
-            depth -= 1
-        elif not quoted and char == "," and depth == 0:
-            parts.append(body[start:index])
-            start = index + 1
-    parts.append(body[start:])
-    return parts
+    blanked = _STRING.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', body)  # a comma in a value's string
+    cuts = [-1, *top_level_commas(blanked), len(body)]
+    items = (body[start + 1:end] for start, end in itertools.pairwise(cuts))
+    return [name for item in items if (name := item.split("=", 1)[0].strip())]
 
 
 def _guard(directive: str, name: str, text: str, tokens: list[re.Match[str]], index: int) -> bool:
@@ -254,25 +260,3 @@ def _guard(directive: str, name: str, text: str, tokens: list[re.Match[str]], in
         return False
     defined = _NAME_AFTER.match(text, following.end())
     return bool(defined) and defined.group(1) == name
-
-
-def _include(
-    path: str, text: str, match: re.Match[str], found: Directives, state: set[str], defined: set[str],
-    known: Callable[[str], bool], cache: dict[str, str | None], stack: list[str], add: Callable[[int, str], None],
-) -> None:
-    written = _INCLUDE_PATH.match(text, match.end())
-    if not written:
-        add(match.start(), "`` `include `` of a name that is not a literal")
-        return
-    name = written.group(1) if written.group(1) is not None else written.group(2)
-    target = resolve_include(name, path, known)
-    if target is None:
-        add(match.start(), f'`include "{name}": not one of the answer\'s own files')
-        return
-    if target in stack or len(stack) >= _DEPTH:
-        add(match.start(), f'`include "{name}": includes itself')
-        return
-    body = cache[target] or ""
-    found.included[posixpath.normpath(posixpath.join(posixpath.dirname(path), name)) if not name.startswith("/") else name] = body
-    found.included.setdefault(target, body)
-    _read(target, body, found, state, defined, known, cache, stack=[*stack, target])
