@@ -73,7 +73,7 @@ def check(
     if not own:
         return Scan()
     others = {path: text for path, text in files.items() if path not in own}
-    supplied = {path: text for path, text in (supplied or {}).items() if path not in own}
+    supplied = {path: text for path, text in (supplied or {}).items() if path not in own and path.endswith(RTL_SUFFIXES)}
     readable, protected = tuple(readable), tuple(protected)
     key = _key(own, others, supplied, readable, protected, rules, kind, directives_only) if workspace is None else ""
     with _MEMO_LOCK:
@@ -87,13 +87,13 @@ def check(
             return others[path]
         return _workspace_text(workspace, path) if workspace is not None else None
 
-    directives = read_directives(own, supplied={p: t for p, t in supplied.items() if p.endswith(RTL_SUFFIXES)}, readable=read)
+    directives = read_directives(own, supplied=supplied, readable=read)
     if directives.findings or directives_only:  # includes outside the answer, or tools reading it differently
         found = Scan(sorted(set(directives.findings), key=lambda f: (f.path, f.line, f.what)))
     else:
         found = scan(
-            own, supplied={p: t for p, t in supplied.items() if p.endswith(RTL_SUFFIXES)}, readable=readable,
-            protected=protected, rules=rules, kind=kind, included=directives.included,
+            own, supplied=supplied, readable=readable, protected=protected, rules=rules, kind=kind,
+            included=directives.included,
         )
     if key:  # a workspace can change under the same path: never memoised
         with _MEMO_LOCK:  # graders call from several threads

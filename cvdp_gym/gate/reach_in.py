@@ -21,9 +21,8 @@ these rules. ``rules``:
 - ``FULL`` (the test-bench flows and the reference grader): the answer's files are compiled
   alone, with ``supplied`` (RTL the problem gives the answer, counted as its own); a dotted
   name, a task or function call or a ``disable`` that does not resolve there, a module that
-  is not defined there, ``$root``, ``bind``, DPI, an `` `include `` of anything but the
-  answer's own files, a file name (``$fopen``, ``$readmem*``, ``$writemem*``, ``$dumpfile``,
-  ``$sdf_annotate``) that is not a literal (or a parameter's literal), a file read that is
+  is not defined there, ``$root``, ``bind``, DPI, a file name (``$fopen``, ``$readmem*``,
+  ``$writemem*``, ``$dumpfile``) that is not a literal (or a parameter's literal), a file read that is
   not the answer's own (its files, ``readable``, a file it writes itself), a file written
   outside its working folder or over a ``protected`` one (the test bench's files and data), a
   descriptor (``$fgets``, ``$fdisplay``...) it did not open itself (a literal such as
@@ -40,7 +39,9 @@ these rules. ``rules``:
   ``/src``), a file written anywhere but a plain name of the working folder with a data
   extension (:data:`WRITABLE_SUFFIXES`: never cocotb's ``*.xml`` results nor Python).
 
-Never a finding on legitimate code (``tests/cvdp_gym/harness/test_reach_in.py``): every
+Includes are resolved before this reading (:mod:`cvdp_gym.gate.directives`: an include of
+anything but the answer's own files never gets here). Never a finding on legitimate code
+(``tests/cvdp_gym/gate/test_reach_in.py``): every
 reference of every benchmark, the bundled CVDP problems and the training fixtures scan clean,
 and a design's own hierarchy (``u_sub.sig``, generate blocks, struct members, interface
 ports) resolves in its own compilation. Cheap: the syntax walk calls Python only for the node
