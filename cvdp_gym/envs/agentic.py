@@ -12,13 +12,7 @@ from cvdp_gym.data import Dataset, Problem
 from cvdp_gym.data.patch import PatchError, apply_multi_patch, extract_diff
 from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.envs.base import CVDPEnvBase
-from cvdp_gym.envs.compile_bonus import (
-    ERROR_WORD,
-    MAX_COMPILE_REPLAYS,
-    iverilog_commands,
-    replay_plan,
-    replays_cleanly,
-)
+from cvdp_gym.envs.compile_bonus import ERROR_WORD, compiles_a_target
 from cvdp_gym.envs.messages import (
     assistant_message,
     call_problem,
@@ -427,17 +421,7 @@ class AgenticEnv(CVDPEnvBase):
         if ERROR_WORD.search(result.output) or self.workspace is None or self.problem is None:
             return False
         targets = {posixpath.join(MOUNT_POINT, target) for target in self.problem.targets}
-        replays = 0
-        for where, arguments in iverilog_commands(command, cwd):
-            plan = replay_plan(arguments, where, self.workspace)
-            if plan is None or not targets & plan[1]:
-                continue
-            replays += 1
-            if replays_cleanly(self.workspace, plan[0], where, self.limits):
-                return True
-            if replays >= MAX_COMPILE_REPLAYS:
-                break
-        return False
+        return compiles_a_target(command, cwd, self.workspace, targets, self.limits)
 
     def _finish(self, final_text: str, end_reason: str, info: dict[str, Any]) -> float:
         """Apply a final diff, grade the workspace, fill the final ``info``; return the reward."""

@@ -12,7 +12,8 @@ its output to ``/dev/null``, and only a clean exit pays. A call that could run a
 the model's own instead of Icarus's (``-B``, a ``-t`` other than ``vvp``/``null``) or that
 compiles nothing (``-V``, ``-h``, ``-E``) is never replayed.
 
-Contract: ``iverilog_commands(command, cwd)`` → ``[(cwd, arguments)]``;
+Contract: ``compiles_a_target(command, cwd, workspace, targets, limits)`` is the bonus's
+evidence; its parts: ``iverilog_commands(command, cwd)`` → ``[(cwd, arguments)]``;
 ``replay_plan(arguments, cwd, workspace)`` → the arguments to replay and the sources they
 read (``/code/...``), or None; ``replays_cleanly(workspace, arguments, cwd, limits)``.
 """
@@ -29,7 +30,7 @@ from cvdp_gym.sandbox.base import Limits, Mount
 from cvdp_gym.sandbox.scratch import make_scratch_dir, remove_tree
 from cvdp_gym.sandbox.workspace import MOUNT_POINT, Workspace, WorkspaceLimits
 
-__all__ = ["MAX_COMPILE_REPLAYS", "iverilog_commands", "replay_plan", "replays_cleanly"]
+__all__ = ["ERROR_WORD", "MAX_COMPILE_REPLAYS", "compiles_a_target", "iverilog_commands", "replay_plan", "replays_cleanly"]
 
 ERROR_WORD = re.compile(r"\berror\b", re.IGNORECASE)
 
@@ -52,6 +53,23 @@ _NOT_A_COMPILE = frozenset("VhE")
 _TARGETS = frozenset({"vvp", "null"})
 #: iverilog commands of one bash command the environment compiles again, at most.
 MAX_COMPILE_REPLAYS = 4
+
+def compiles_a_target(command: str, cwd: str, workspace: Workspace, targets: set[str], limits: WorkspaceLimits) -> bool:
+    """Whether one of ``command``'s ``iverilog`` calls (started in ``cwd``) that reads one of
+    ``targets`` (``/code/...``) compiles cleanly when run again here (at most
+    :data:`MAX_COMPILE_REPLAYS` of them)."""
+    replays = 0
+    for where, arguments in iverilog_commands(command, cwd):
+        plan = replay_plan(arguments, where, workspace)
+        if plan is None or not targets & plan[1]:
+            continue
+        replays += 1
+        if replays_cleanly(workspace, plan[0], where, limits):
+            return True
+        if replays >= MAX_COMPILE_REPLAYS:
+            break
+    return False
+
 
 def replays_cleanly(workspace: Workspace, arguments: list[str], cwd: str, limits: WorkspaceLimits) -> bool:
     """Run ``iverilog arguments`` in ``cwd`` in a sandbox of its own, the workspace's ``/code``
