@@ -34,15 +34,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 from pyslang import syntax
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.verification_tasks import ASSERTION, TESTBENCH, DesignUnderTest, task_problems
 from cvdp_gym.errors import CvdpGymError
 from cvdp_gym.harness.equivalence.ports import Design, read_design
 from cvdp_gym.harness.equivalence.sources import rename_modules
+from tests.cvdp_gym.harness.verification_problems import EVENT_COUNTER_PROPERTIES
 
 KINDS = ("reference-model", "ports-only", "restating")
 
@@ -169,14 +172,7 @@ def restating(design: DesignUnderTest, described: Design) -> str:
 #: Port-only properties written by hand from the specifications of bundled problems (their
 #: prompts, never their designs): each reads the ports and its own helpers only.
 HONEST = {
-    "cvdp_gym_event_counter_0001": """
-assert property (@(posedge clk) rst |=> count == 8'd0);
-assert property (@(posedge clk) !rst && load |=> count == $past(load_val));
-assert property (@(posedge clk) !rst && !load && en && dir |=> count == $past(count) + 8'd1);
-assert property (@(posedge clk) !rst && !load && en && !dir |=> count == $past(count) - 8'd1);
-assert property (@(posedge clk) !rst && !load && !en |=> count == $past(count));
-assert property (@(posedge clk) wrap == (!rst && !load && en && ((dir && count == 8'hFF) || (!dir && count == 8'h00))));
-""",
+    "cvdp_gym_event_counter_0001": EVENT_COUNTER_PROPERTIES,
     "cvdp_gym_sat_adder_lint_0001": """
 wire [WIDTH:0] chk_total = {1'b0, a_i} + {1'b0, b_i};
 assert property (@(posedge clk) rst |=> sum_o == '0 && !sat_o && !valid_o);

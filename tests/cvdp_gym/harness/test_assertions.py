@@ -12,6 +12,7 @@ import pytest
 
 from cvdp_gym.harness.assertions import check_properties, lower_properties
 from cvdp_gym.harness.assertions.check import read_results, yosys_script
+from tests.cvdp_gym.harness.verification_problems import EVENT_COUNTER_PROPERTIES
 
 COUNTER = """module counter(input clk, input rst, input en, output reg [3:0] q);
   always @(posedge clk)
@@ -304,15 +305,6 @@ assert property (@(posedge clk) rst ##1 !rst |=> q == 4'd0);
 assert property (@(posedge clk) disable iff (rst) ##2 q == $past(d, 2));
 assert property (@(posedge clk) disable iff (rst) ##2 q == $past(chk_d1));
 """
-#: Event counter (bundled): port-only properties written from its specification's four rules and `wrap`.
-EVENT_COUNTER_HONEST = """
-assert property (@(posedge clk) rst |=> count == 8'd0);
-assert property (@(posedge clk) !rst && load |=> count == $past(load_val));
-assert property (@(posedge clk) !rst && !load && en && dir |=> count == $past(count) + 8'd1);
-assert property (@(posedge clk) !rst && !load && en && !dir |=> count == $past(count) - 8'd1);
-assert property (@(posedge clk) !rst && !load && !en |=> count == $past(count));
-assert property (@(posedge clk) wrap == (!rst && !load && en && ((dir && count == 8'hFF) || (!dir && count == 8'h00))));
-"""
 
 
 def pipe_problem():
@@ -385,5 +377,5 @@ def test_honest_port_only_properties_with_helpers_keep_full_kills(sandbox):
     from cvdp_gym.data import load_dataset
 
     (counter,) = [p for p in load_dataset("bundled#assertion") if p.id == "cvdp_gym_event_counter_0001.assertion"]
-    graded = grade(sandbox, counter, EVENT_COUNTER_HONEST)
+    graded = grade(sandbox, counter, EVENT_COUNTER_PROPERTIES)
     assert graded.passed and graded.official["kill_rate"] == 1.0, (graded.reason, graded.official.get("properties"))

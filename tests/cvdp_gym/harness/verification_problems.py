@@ -77,3 +77,13 @@ def counter_problem() -> Problem:
 
 def fenced(text: str, language: str = "verilog") -> str:
     return f"Here it is.\n\n```{language}\n{text}```\n"
+
+#: Event counter (bundled): port-only properties written from its specification's four rules and `wrap`.
+EVENT_COUNTER_PROPERTIES = """
+assert property (@(posedge clk) rst |=> count == 8'd0);
+assert property (@(posedge clk) !rst && load |=> count == $past(load_val));
+assert property (@(posedge clk) !rst && !load && en && dir |=> count == $past(count) + 8'd1);
+assert property (@(posedge clk) !rst && !load && en && !dir |=> count == $past(count) - 8'd1);
+assert property (@(posedge clk) !rst && !load && !en |=> count == $past(count));
+assert property (@(posedge clk) wrap == (!rst && !load && en && ((dir && count == 8'hFF) || (!dir && count == 8'h00))));
+"""
