@@ -67,21 +67,24 @@ def packages() -> tuple[str, ...]:
     return tuple(found)
 
 
-def parts(part: str) -> list[Any]:
+def parts(part: str, shared: tuple[str, ...] = ()) -> list[Any]:
     """Every benchmark package's ``part`` module (``data``, ``flow``, ...), where it has one.
+
+    ``shared``: the project's own packages that add entries to the same table before the
+    benchmarks (the equivalence grader's and the verification tasks' flows), read the same way.
 
     A built-in part that fails to import is a bug and raises; a third-party one is skipped
     with a warning naming the package and the error, so one broken plug-in cannot stop the
     others (or a long run that does not use it)."""
     modules = []
-    for package in packages():
+    for package in (*shared, *packages()):
         name = f"{package}.{part}"
         try:
             if importlib.util.find_spec(name) is None:  # a part this benchmark does not need
                 continue
             modules.append(importlib.import_module(name))
         except Exception as exc:  # a third party's code: any error it raises on import
-            if package in BUILT_IN:
+            if package in BUILT_IN or package in shared:
                 raise
             warnings.warn(f"benchmark plug-in {package}: cannot import {name}: {exc}", stacklevel=2)
     return modules
@@ -92,21 +95,23 @@ class PluginTable(Mapping[str, T], Generic[T]):
 
     ``attribute`` holds a sequence of objects (keyed by ``key``, their ``name`` by default)
     or a mapping of name to object. Two plug-ins claiming one name is a ``ConfigError`` naming
-    both, so a third party cannot silently replace a built-in benchmark. ``extra`` entries come
-    first (a layer's own shared entries, such as the ``reference`` flow)."""
+    both, so a third party cannot silently replace a built-in benchmark. ``shared`` names the
+    project's own packages whose ``part`` module adds entries first, read by name like a
+    plug-in's (the ``reference`` flow of :mod:`cvdp_gym.equivalence`, the verification tasks'
+    flows), so a lower layer never imports a higher one to list them."""
 
     def __init__(
         self, part: str, attribute: str, *, key: Callable[[T], str] = lambda x: x.name,  # type: ignore[attr-defined]
-        extra: Callable[[], Mapping[str, T]] = dict,
+        shared: tuple[str, ...] = (),
     ) -> None:
-        self._part, self._attribute, self._key, self._extra = part, attribute, key, extra
+        self._part, self._attribute, self._key, self.shared = part, attribute, key, shared
         self._table: dict[str, T] | None = None
 
     def _load(self) -> dict[str, T]:
         if self._table is None:
-            table: dict[str, T] = dict(self._extra())
-            owners = dict.fromkeys(table, "cvdp_gym")
-            for module in parts(self._part):
+            table: dict[str, T] = {}
+            owners: dict[str, str] = {}
+            for module in parts(self._part, self.shared):
                 listed = getattr(module, self._attribute, None)
                 if listed is None:
                     raise ConfigError(f"{module.__name__} has no {self._attribute}")

@@ -37,11 +37,11 @@ from verification_baselines import bench  # noqa: E402
 from cvdp_gym.data import load_dataset  # noqa: E402
 from cvdp_gym.data.problems import Problem  # noqa: E402
 from cvdp_gym.data.verification_tasks import ASSERTION, TESTBENCH, DesignUnderTest, task_problems  # noqa: E402
-from cvdp_gym.harness.equivalence.ports import read_design  # noqa: E402
+from cvdp_gym.equivalence.ports import read_design  # noqa: E402
 from cvdp_gym.harness.results import HarnessResult  # noqa: E402
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions  # noqa: E402
-from cvdp_gym.harness.task_mutants import forget_verdicts  # noqa: E402
 from cvdp_gym.sandbox import Limits, make_sandbox  # noqa: E402
+from cvdp_gym.tasks.mutants import forget_verdicts  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "benchmarks" / "verilog-eval"
 

@@ -38,6 +38,8 @@ CVDP_GYM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("toolchain",),
     ("sandbox",),
     ("harness", "quality"),
+    ("equivalence",),
+    ("tasks",),
     ("execution",),
     ("grading",),
     ("envs",),

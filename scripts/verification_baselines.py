@@ -42,10 +42,10 @@ from pyslang import syntax
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.verification_tasks import ASSERTION, TESTBENCH, DesignUnderTest, task_problems
+from cvdp_gym.equivalence.ports import Design, read_design
+from cvdp_gym.equivalence.sources import rename_modules
 from cvdp_gym.errors import CvdpGymError
-from cvdp_gym.harness.equivalence.ports import Design, read_design
-from cvdp_gym.harness.equivalence.sources import rename_modules
-from tests.cvdp_gym.harness.verification_problems import EVENT_COUNTER_PROPERTIES
+from tests.cvdp_gym.tasks.verification_problems import EVENT_COUNTER_PROPERTIES
 
 KINDS = ("reference-model", "ports-only", "restating")
 
@@ -235,7 +235,7 @@ def measure_assertions(
 
 
 def _reads_inside(problem) -> bool:
-    from cvdp_gym.harness.assertions.ports_only import outside_names
+    from cvdp_gym.tasks.assertions.ports_only import outside_names
 
     design = DesignUnderTest.from_dict(problem.extra["design"])
     try:

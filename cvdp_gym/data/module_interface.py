@@ -1,6 +1,6 @@
 """A module's interface read with slang: the header and the body's port and parameter
 declarations, which is what a task shows of a design it hides (the assertion task's prompt,
-:mod:`cvdp_gym.harness.assertions.ports_only`'s stub)."""
+:mod:`cvdp_gym.tasks.assertions.ports_only`'s stub)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ design: CVDP, VerilogEval, RTLLM, ChipBench, the training sets) as ``task``:
 
 - ``testbench``: the model writes a self-checking test bench (module ``tb`` in ``tb.sv``) for
   the design the specification describes, seeing the specification and the design's ports,
-  never the design; graded by ``harness.flows.testbench_task`` (it passes on the reference
+  never the design; graded by ``tasks.testbench_flow`` (it passes on the reference
   and fails on seeded mutants that are shown not to be equivalent);
 - ``testbench-cocotb``: the same with a cocotb test bench in Python (``test_tb.py``), run by
   cocotb 2.0.1 on Icarus: for users whose flows verify in Python, as CVDP's harnesses do;
@@ -13,7 +13,7 @@ design: CVDP, VerilogEval, RTLLM, ChipBench, the training sets) as ``task``:
   seeing the specification and the design's header (its ports), never its body; they are
   placed at the end of the design's top module but may read only its ports and their own
   helper declarations (a restatement of the design needs its text or its internal names);
-  graded by ``harness.flows.assertion_task`` with Yosys's formal (ports only, hold on the
+  graded by ``tasks.assertion_flow`` with Yosys's formal (ports only, hold on the
   reference, not vacuous, fail on mutants).
 
 It returns None for a problem with no reference design (no task can be posed). The task

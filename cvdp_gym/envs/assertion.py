@@ -19,9 +19,9 @@ class AssertionEnv(SingleShotEnv):
     design's header (its ports and parameters), never its body. ``step`` extracts the
     properties (``properties.sv``: concurrent ``assert property`` statements and the helper
     declarations they need, placed at the end of the design's top module) and checks them
-    with open formal, Yosys 0.40's SAT solver (:mod:`cvdp_gym.harness.flows.assertion_task`,
-    :mod:`cvdp_gym.harness.assertions`). The properties may read only the design's ports and
-    their own helper declarations (:mod:`cvdp_gym.harness.assertions.ports_only`, pyslang,
+    with open formal, Yosys 0.40's SAT solver (:mod:`cvdp_gym.tasks.assertion_flow`,
+    :mod:`cvdp_gym.tasks.assertions`). The properties may read only the design's ports and
+    their own helper declarations (:mod:`cvdp_gym.tasks.assertions.ports_only`, pyslang,
     before anything runs): a name inside the design, a hierarchical name into it or a module
     instance is ``reach_in`` (reward 0), with the name and its line. A restatement of the design
     needs its text or its internal names; from the specification and the ports, a property

@@ -18,7 +18,7 @@ class TestbenchEnv(SingleShotEnv):
     posed as "write a self-checking test bench for the design this specification
     describes" (:mod:`cvdp_gym.data.verification_tasks`). The model sees the specification and
     the design's module header, never the design. ``step`` extracts ``tb.sv`` (module ``tb``)
-    and grades it (:mod:`cvdp_gym.harness.flows.testbench_task`): it must compile with the
+    and grades it (:mod:`cvdp_gym.tasks.testbench_flow`): it must compile with the
     reference and pass on it (a false alarm earns nothing), and it earns the fraction of
     seeded bugs it fails: mutants of the reference (operators, constants, conditions, resets,
     widths, case items, state transitions) that the equivalence grader shows are not
@@ -32,7 +32,7 @@ class TestbenchEnv(SingleShotEnv):
     ``task="testbench-cocotb"`` asks for a cocotb bench instead (``test_tb.py``: ``@cocotb.test()``
     coroutines, run by cocotb 2.0.1 on Icarus with the run's seed; it may use only the design's
     ports and import only cocotb and a few pure standard modules:
-    :mod:`cvdp_gym.harness.cocotb_bench_rules`).
+    :mod:`cvdp_gym.tasks.cocotb_bench_rules`).
 
     Also as a refinement or agentic episode: ``gymnasium.make("RTL-Refine-v0",
     task="testbench", reward="kills")`` (the feedback names the false alarm or how many bugs

@@ -4,7 +4,7 @@ Contract: ``golden_grade(runner, source, task, seed=)`` scores the **golden** ch
 design a task problem asks about, that is the benchmark's own test bench or harness as its
 flow runs it (VerilogEval's bench against ``RefModule``, RTLLM's, CVDP's cocotb harness, the
 reference grader for a training set), on the same seeded bugs a model's bench is scored on
-(the same pool and draw: :func:`cvdp_gym.harness.task_mutants.draw_mutants` with the same
+(the same pool and draw: :func:`cvdp_gym.tasks.mutants.draw_mutants` with the same
 seed). A bug counts as caught when the flow fails the mutant as an answer; the reference must
 pass its own flow first. The result is a ``GradeResult`` shaped as the task flow's (``tests``:
 one per bug, ``official``: ``task``, ``golden``, ``kill_rate``, ``mutants``, ``reference``), so
@@ -20,10 +20,10 @@ from typing import Any
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.verification_tasks import DesignUnderTest
 from cvdp_gym.grading.result import STAGES, GradeResult, Stage
-from cvdp_gym.harness.flows.testbench_task import DEFAULTS
 from cvdp_gym.harness.results import TEST_FAILURE, UNSUPPORTED, TestCounts
 from cvdp_gym.harness.runner import HarnessRunner
-from cvdp_gym.harness.task_mutants import draw_mutants
+from cvdp_gym.tasks.mutants import draw_mutants
+from cvdp_gym.tasks.testbench_flow import DEFAULTS
 
 __all__ = ["eval_golden", "golden_grade"]
 

@@ -4,7 +4,7 @@ A benchmark's test bench sees only the cycles and outputs it checks: on seeded s
 mutants of the references, RTLLM's own test benches pass about a third and VerilogEval's a
 few percent (``cvdp-gym audit``). A reward that passes such an answer teaches the bug. With
 ``verdict="testbench+reference"`` an answer passes only when its test bench passes **and**
-the reference-equivalence grader (:mod:`cvdp_gym.harness.flows.reference`: a differential
+the reference-equivalence grader (:mod:`cvdp_gym.equivalence.flow`: a differential
 simulation, then a formal check) finds it equivalent to the problem's reference design. The
 second grading runs only after the test bench passed, so most wrong answers cost nothing more.
 

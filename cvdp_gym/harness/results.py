@@ -23,7 +23,7 @@ Failure classes (``failure_class``):
 - ``undecided``: the checks ran and found no difference, but none of them decided: the
   reference grader's simulation did not cover the design (state never reached) and its
   formal stage neither proved equivalence nor reached its minimum bound (a timeout, a
-  shallow bound). Never a pass (``flows.reference``; ``docs/grading.md``).
+  shallow bound). Never a pass (``equivalence.flow``; ``docs/grading.md``).
 - ``reach_in``: the answer names or opens something outside its own design (the test
   bench's or the reference's instances, tasks or modules, ``$root``, ``force`` or
   ``defparam`` on them, ``bind``, files it was not given, DPI): found by a static check

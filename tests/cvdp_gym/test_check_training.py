@@ -2,7 +2,7 @@
 broken copy of it (an operator or constant changed, its interface untouched: it must be
 caught), and the sets whose references nobody checked (RTLCoder) get a note. The jobs are
 checked here without a simulator; running them needs the reference grader
-(``harness/flows/reference.py``) and the real sandbox."""
+(``equivalence/flow.py``) and the real sandbox."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ SETS = ("generic.jsonl", "verithoughts.jsonl", "resyn_sample.json", "codev_r1_ro
 DECLARATIONS = re.compile(r"\bmodule\b[^;]*;|\b(?:input|output|inout|parameter)\b[^;]*;")
 
 needs_grader = pytest.mark.skipif(
-    "reference" not in FLOWS, reason="the reference grader (harness/flows/reference.py) is not here yet",
+    "reference" not in FLOWS, reason="the reference grader (equivalence/flow.py) is not here yet",
 )
 
 

@@ -21,11 +21,11 @@ import pytest
 
 from cvdp_gym.data import bundled_candidates, load_dataset
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.grading import Grader
 from cvdp_gym.grading.feedback import feedback_text
 from cvdp_gym.grading.rewards import FORMAT_REWARD, shaped
 from cvdp_gym.harness import HarnessRunner
-from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.runner import RunOptions
 from cvdp_gym.sandbox.base import Limits
 from tests.security.attack_matrix import ALU

@@ -63,8 +63,8 @@ from functools import lru_cache
 import pyslang
 from pyslang import ast, syntax
 
+from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
-from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.isolation import isolate
 from cvdp_gym.harness.testbench import instrument
 

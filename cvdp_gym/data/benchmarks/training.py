@@ -75,7 +75,7 @@ SOURCE_OPTIONS = ("path", "hf", "file", "revision", "agentic")
 #: The grader's settings: options taking one of a few words, whole numbers, and seconds.
 _CHOICES = {"mode": ("both", "simulation", "formal", "codev-r1", "verithoughts"), "x": ("dontcare", "strict"), "simulator": ("icarus", "verilator")}
 #: (least, most): the bounds the reference grader itself enforces
-#: (``cvdp_gym.harness.equivalence.settings``), so a bad value fails at load, not per answer.
+#: (``cvdp_gym.equivalence.settings``), so a bad value fails at load, not per answer.
 _WHOLE = {"cycles": (1, 5_000_000), "depth": (1, 1000), "min_depth": (1, 1000), "seed": (0, 2**63 - 1)}
 #: The grader's default ``depth`` and ``min_depth`` (the shallowest bound that counts).
 _DEFAULT_DEPTH = _DEFAULT_MIN_DEPTH = 20

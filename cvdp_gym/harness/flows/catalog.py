@@ -21,9 +21,6 @@ from pathlib import Path
 from typing import Protocol
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.harness.flows.assertion_task import AssertionTaskFlow
-from cvdp_gym.harness.flows.reference import ReferenceFlow
-from cvdp_gym.harness.flows.testbench_task import TestbenchTaskFlow
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.plugins import PluginTable
 from cvdp_gym.sandbox.base import Limits, Sandbox
@@ -45,15 +42,10 @@ class Flow(Protocol):
     ) -> HarnessResult: ...
 
 
-#: Every flow, by the grader name problems give (``Problem.grader``): the shared ``reference``
-#: flow, then the plug-ins'.
-FLOWS: PluginTable[Flow] = PluginTable(
-    "flow", "FLOWS",
-    extra=lambda: {
-        ReferenceFlow.name: ReferenceFlow(), TestbenchTaskFlow.name: TestbenchTaskFlow(),
-        AssertionTaskFlow.name: AssertionTaskFlow(),
-    },
-)
+#: Every flow, by the grader name problems give (``Problem.grader``): the project's own (the
+#: ``reference`` flow of :mod:`cvdp_gym.equivalence`, the verification tasks' of
+#: :mod:`cvdp_gym.tasks`), then the plug-ins', each read by name from its ``flow`` module.
+FLOWS: PluginTable[Flow] = PluginTable("flow", "FLOWS", shared=("cvdp_gym.equivalence", "cvdp_gym.tasks"))
 
 
 def flow_for(name: str) -> Flow | None:

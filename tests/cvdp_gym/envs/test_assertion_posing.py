@@ -13,7 +13,7 @@ import pytest
 
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.verification_tasks import ASSERTION, DesignUnderTest, task_problem
-from tests.cvdp_gym.harness.verification_problems import COUNTER, counter_problem
+from tests.cvdp_gym.tasks.verification_problems import COUNTER, counter_problem
 
 
 @pytest.mark.parametrize("target", ["rtl/counter.sv", "counter.sv"])
@@ -53,8 +53,8 @@ def test_the_env_pays_nothing_for_a_property_that_reads_the_designs_internals(to
 
     import cvdp_gym  # noqa: F401  (registers the environments)
     from cvdp_gym.data import Dataset
-    from tests.cvdp_gym.harness.test_assertions import PIPE, PIPE_RESTATING
-    from tests.cvdp_gym.harness.verification_problems import fenced
+    from tests.cvdp_gym.tasks.test_assertions import PIPE, PIPE_RESTATING
+    from tests.cvdp_gym.tasks.verification_problems import fenced
 
     problem = dataclasses.replace(counter_problem(), id="made-up.pipe", targets=("pipe.sv",), reference={"pipe.sv": PIPE})
     env = gymnasium.make("RTL-Assertion-v0", dataset=Dataset([problem]), cache=False, harness_seed=3)

@@ -12,7 +12,7 @@ import pytest
 
 import cvdp_gym  # noqa: F401  (registers the environments)
 from cvdp_gym.data import Dataset
-from tests.cvdp_gym.harness.verification_problems import (
+from tests.cvdp_gym.tasks.verification_problems import (
     COUNTER,
     FALSE_ALARM_BENCH,
     THOROUGH_BENCH,
@@ -136,7 +136,7 @@ def test_an_agentic_episode_writes_its_bench_in_the_workspace(toolchain):
 
 
 def test_a_cocotb_bench_is_graded_like_a_verilog_one(toolchain):
-    from tests.cvdp_gym.harness.test_cocotb_bench import THOROUGH, WEAK
+    from tests.cvdp_gym.tasks.test_cocotb_bench import THOROUGH, WEAK
 
     env = gymnasium.make(
         "RTL-Testbench-v0", task="testbench-cocotb", dataset=Dataset([counter_problem()]), cache=False, harness_seed=3,

@@ -14,7 +14,7 @@ from cvdp_gym.data.problems import Dataset, Problem
 from cvdp_gym.envs.refine import RefineEnv
 from cvdp_gym.grading import Grader
 from cvdp_gym.grading.feedback import feedback_text
-from tests.cvdp_gym.harness.test_reference_flow import (
+from tests.cvdp_gym.equivalence.test_reference_flow import (
     DETECTOR,
     MATCHER,
     MATCHER_RARE,

@@ -263,7 +263,7 @@ def test_the_service_grades_a_verification_task(runner, tmp_path):
     the same as in process, each seeded draw named by the request's ``seed``."""
     from cvdp_gym.data import Dataset
     from cvdp_gym.data.verification_tasks import TESTBENCH, task_problems
-    from tests.cvdp_gym.harness.verification_problems import (
+    from tests.cvdp_gym.tasks.verification_problems import (
         THOROUGH_BENCH,
         WEAK_BENCH,
         counter_problem,

@@ -65,10 +65,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cvdp_gym.harness.equivalence.ports import Design
-from cvdp_gym.harness.equivalence.settings import Settings
-from cvdp_gym.harness.equivalence.sources import RunNames
-from cvdp_gym.harness.equivalence.testbench import literal
+from cvdp_gym.equivalence.ports import Design
+from cvdp_gym.equivalence.settings import Settings
+from cvdp_gym.equivalence.sources import RunNames
+from cvdp_gym.equivalence.testbench import literal
 
 GOLD, GATE = "gold.sv", "gate.sv"
 #: Largest miter (cells after flattening) and memory (words) the stage tries; larger is

@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from cvdp_gym.harness.cocotb_bench import _script, _verdict, run_cocotb_designs
-from cvdp_gym.harness.cocotb_bench_rules import cocotb_bench_findings
-from cvdp_gym.harness.equivalence.ports import read_design
+from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.sandbox.base import Limits
-from tests.cvdp_gym.harness.verification_problems import COUNTER
+from cvdp_gym.tasks.cocotb_bench import _script, _verdict, run_cocotb_designs
+from cvdp_gym.tasks.cocotb_bench_rules import cocotb_bench_findings
+from tests.cvdp_gym.tasks.verification_problems import COUNTER
 
 pytestmark = pytest.mark.sandbox
 

@@ -1,9 +1,9 @@
 """A model's cocotb test bench run on the reference design and on mutants, each in a sandbox of its own.
 
 Contract: ``run_cocotb_designs(sandbox, bench_py, design_texts, top, sim_s=, limits=, seed=, order_seed=)``
-returns one :class:`~cvdp_gym.harness.bench_verdicts.DesignRun` per design (the reference
+returns one :class:`~cvdp_gym.tasks.bench_verdicts.DesignRun` per design (the reference
 first) and never raises on what the bench or the designs hold. The Verilog bench's run
-(:mod:`cvdp_gym.harness.verilog_bench`) is the model; here the bench is Python:
+(:mod:`cvdp_gym.tasks.verilog_bench`) is the model; here the bench is Python:
 
 - **one sandbox run per design** (a cocotb run costs seconds, a sandbox about 0.1 s): its
   ``/work`` holds the bench (``test_tb.py``), that one design (``design.sv``, the same file
@@ -12,7 +12,7 @@ first) and never raises on what the bench or the designs hold. The Verilog bench
   outlives it. The reference runs first (a bench that does not pass it is not run on the
   mutants) and again at a position among the mutants drawn with ``order_seed``: a bench whose
   verdict on it changes is a false alarm
-  (:func:`~cvdp_gym.harness.verilog_bench.reference_verdict`);
+  (:func:`~cvdp_gym.tasks.verilog_bench.reference_verdict`);
 - the driver, run by the toolchain's cocotb 2.0.1 Python, builds the design with cocotb's own
   Icarus runner (``get_runner("icarus").build``, ``-g2012``, default time scale 1ns/1ps so a
   ``Clock(dut.clk, 10, unit="ns")`` works on a design without `` `timescale``), first
@@ -29,10 +29,10 @@ first) and never raises on what the bench or the designs hold. The Verilog bench
   (``os.system``, ``subprocess.Popen``, ``os.exec*``, ``os.posix_spawn``, ``os.fork``,
   ``os.kill``...); sockets, ``ctypes``, ``mmap`` and changes to files; importing a module
   that reaches any of those, and, while the bench's code is running, any module outside
-  :data:`cvdp_gym.harness.cocotb_bench_rules.ALLOWED_MODULES` and the pure standard ones
+  :data:`cvdp_gym.tasks.cocotb_bench_rules.ALLOWED_MODULES` and the pure standard ones
   cocotb itself loads. A refused event raises ``PermissionError`` in the bench: its test
   fails, on the reference as on every mutant. The ``ast`` rules
-  (:mod:`cvdp_gym.harness.cocotb_bench_rules`) stay the first line: a bench they flag never runs;
+  (:mod:`cvdp_gym.tasks.cocotb_bench_rules`) stay the first line: a bench they flag never runs;
 - each step runs under ``timeout -s KILL sim_s``; every design's run uses the same cocotb
   seed, so a bench drawing stimulus from ``random`` drives every design alike.
 
@@ -51,11 +51,11 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path, PurePosixPath
 
 from cvdp_gym.data.verification_tasks import COCOTB_FILE, DESIGN_FILE
-from cvdp_gym.harness.bench_verdicts import KILLED_RC, DesignRun
-from cvdp_gym.harness.cocotb_bench_rules import ALLOWED_MODULES
 from cvdp_gym.harness.testbench import run_script
-from cvdp_gym.harness.verilog_bench import reference_verdict, run_order
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.tasks.bench_verdicts import KILLED_RC, DesignRun
+from cvdp_gym.tasks.cocotb_bench_rules import ALLOWED_MODULES
+from cvdp_gym.tasks.verilog_bench import reference_verdict, run_order
 
 __all__ = ["run_cocotb_designs"]
 

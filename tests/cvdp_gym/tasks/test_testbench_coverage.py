@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from cvdp_gym.harness.testbench_coverage import Coverage, measure_coverage, read_coverage_points
 from cvdp_gym.sandbox.base import Limits
+from cvdp_gym.tasks.coverage import Coverage, measure_coverage, read_coverage_points
 
 #: A real coverage.dat, trimmed: the counter's points (8 toggle bits, 2 lines, 2 branch arms)
 #: and four of the bench's own.

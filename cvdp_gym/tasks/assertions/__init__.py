@@ -7,7 +7,7 @@
   (``check_properties``), with vacuity probes on the reference.
 """
 
-from cvdp_gym.harness.assertions.check import PropertyReport, PropertyResult, check_properties
-from cvdp_gym.harness.assertions.sva import Lowered, Property, lower_properties
+from cvdp_gym.tasks.assertions.check import PropertyReport, PropertyResult, check_properties
+from cvdp_gym.tasks.assertions.sva import Lowered, Property, lower_properties
 
 __all__ = ["Lowered", "Property", "PropertyReport", "PropertyResult", "check_properties", "lower_properties"]

@@ -38,7 +38,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from cvdp_gym.harness.equivalence.ports import Design, Port, Reset
+from cvdp_gym.equivalence.ports import Design, Port, Reset
 
 #: Chances per input and cycle in the random phase.
 P_BOUNDARY, P_HOLD = 0.15, 0.20

@@ -4,7 +4,7 @@ Contract: ``ReferenceFlow().run(sandbox, problem, files, limits=..., keep_dir=..
 the benchmark flows, returns a ``HarnessResult`` and never raises on what the problem or
 the answer holds. The problem (API29): ``reference`` = {target: reference design},
 ``extra["top"]`` (else the target's stem), ``extra["equivalence"]`` = the settings
-(:mod:`cvdp_gym.harness.equivalence.settings`). The stages (:mod:`cvdp_gym.harness.equivalence`):
+(:mod:`cvdp_gym.equivalence.settings`). The stages (:mod:`cvdp_gym.equivalence`):
 
 1. **interface**, in process (pyslang): the reference's top, ports, clocks and resets. A
    reference that cannot be driven (no such module, inout or unpacked ports, no output,
@@ -24,7 +24,7 @@ the answer holds. The problem (API29): ``reference`` = {target: reference design
    cut short (its limit, the sandbox's, a signal) is never a pass;
 3. **formal check**, in a second sandbox run, only where it can change the verdict (the
    simulation matched, or mode ``formal``): most wrong answers cost one fast simulation;
-4. the **verdict** (:mod:`cvdp_gym.harness.equivalence.verdict`): a pass needs a stage that
+4. the **verdict** (:mod:`cvdp_gym.equivalence.verdict`): a pass needs a stage that
    decided (a covering simulation, a proof, a bound of ``min_depth``), else ``undecided``.
 
 Deterministic for the same answer and settings: the stimulus is seeded from the problem id
@@ -43,18 +43,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.errors import ConfigError, HarnessError, SandboxUnavailable
-from cvdp_gym.gate import check
-from cvdp_gym.harness.equivalence.formal import LOGS as FORMAL_LOGS
-from cvdp_gym.harness.equivalence.formal import (
+from cvdp_gym.equivalence.formal import LOGS as FORMAL_LOGS
+from cvdp_gym.equivalence.formal import (
     TIMED_OUT,
     FormalResult,
     formal_files,
     formal_script,
     read_formal,
 )
-from cvdp_gym.harness.equivalence.ports import Design, port_differences, read_design
-from cvdp_gym.harness.equivalence.recipes import (
+from cvdp_gym.equivalence.ports import Design, port_differences, read_design
+from cvdp_gym.equivalence.recipes import (
     CODEV_LIMIT_S,
     CODEV_R1,
     CODEV_SEQUENCES,
@@ -67,10 +65,10 @@ from cvdp_gym.harness.equivalence.recipes import (
     verithoughts_files,
     verithoughts_script,
 )
-from cvdp_gym.harness.equivalence.settings import Settings, read_settings
-from cvdp_gym.harness.equivalence.sources import RunNames, rename_modules
-from cvdp_gym.harness.equivalence.stimulus import Stimulus, make_stimulus
-from cvdp_gym.harness.equivalence.testbench import (
+from cvdp_gym.equivalence.settings import Settings, read_settings
+from cvdp_gym.equivalence.sources import RunNames, rename_modules
+from cvdp_gym.equivalence.stimulus import Stimulus, make_stimulus
+from cvdp_gym.equivalence.testbench import (
     COMPILE_LOG,
     SIM_LOG,
     SimulationResult,
@@ -80,7 +78,9 @@ from cvdp_gym.harness.equivalence.testbench import (
     simulation_script,
     value_literal,
 )
-from cvdp_gym.harness.equivalence.verdict import judge, stopped
+from cvdp_gym.equivalence.verdict import judge, stopped
+from cvdp_gym.errors import ConfigError, HarnessError, SandboxUnavailable
+from cvdp_gym.gate import check
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     HARNESS_ERROR,
@@ -367,3 +367,7 @@ def _interface_summary(design: Design) -> dict[str, Any]:
         "resets": [{"name": r.name, "active_low": r.active_low, "asynchronous": r.asynchronous} for r in design.resets],
         "sequential": design.sequential,
     }
+
+
+#: The flow this package adds to the flow table (:data:`cvdp_gym.harness.flows.FLOWS`).
+FLOWS = (ReferenceFlow(),)

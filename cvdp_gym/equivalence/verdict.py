@@ -27,10 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.harness.equivalence.formal import TIMED_OUT, FormalResult
-from cvdp_gym.harness.equivalence.recipes import CODEV_R1, VERITHOUGHTS
-from cvdp_gym.harness.equivalence.settings import Settings
-from cvdp_gym.harness.equivalence.testbench import SimulationResult
+from cvdp_gym.equivalence.formal import TIMED_OUT, FormalResult
+from cvdp_gym.equivalence.recipes import CODEV_R1, VERITHOUGHTS
+from cvdp_gym.equivalence.settings import Settings
+from cvdp_gym.equivalence.testbench import SimulationResult
 from cvdp_gym.harness.results import (
     TEST_FAILURE,
     TIMEOUT,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from cvdp_gym.harness.assertions import check_properties, lower_properties
-from cvdp_gym.harness.assertions.check import read_results, yosys_script
-from tests.cvdp_gym.harness.verification_problems import EVENT_COUNTER_PROPERTIES
+from cvdp_gym.tasks.assertions import check_properties, lower_properties
+from cvdp_gym.tasks.assertions.check import read_results, yosys_script
+from tests.cvdp_gym.tasks.verification_problems import EVENT_COUNTER_PROPERTIES
 
 COUNTER = """module counter(input clk, input rst, input en, output reg [3:0] q);
   always @(posedge clk)
@@ -311,7 +311,7 @@ def pipe_problem():
     import dataclasses
 
     from cvdp_gym.data.verification_tasks import ASSERTION, task_problem
-    from tests.cvdp_gym.harness.verification_problems import counter_problem
+    from tests.cvdp_gym.tasks.verification_problems import counter_problem
 
     spec = "`pipe`: q is d delayed by two rising edges of clk; a synchronous active-high reset rst clears both stages."
     problem = dataclasses.replace(
@@ -321,8 +321,8 @@ def pipe_problem():
 
 
 def grade(sandbox, problem, text: str):
-    from cvdp_gym.harness.flows.assertion_task import AssertionTaskFlow
     from cvdp_gym.sandbox.base import Limits
+    from cvdp_gym.tasks.assertion_flow import AssertionTaskFlow
 
     return AssertionTaskFlow().run(sandbox, problem, {problem.targets[0]: text}, limits=Limits(wall_s=300), seed=3)
 
@@ -352,7 +352,7 @@ def test_an_instance_or_a_name_declared_nowhere_is_refused_too():
 
 
 def test_the_ports_only_check_reads_non_ansi_headers_and_parameters():
-    from cvdp_gym.harness.assertions.ports_only import outside_names, ports_interface
+    from cvdp_gym.tasks.assertions.ports_only import outside_names, ports_interface
 
     design = (
         "module n(clk, a, y); parameter P = 2; localparam L = 3; input clk; input [P-1:0] a; output [P-1:0] y;\n"

@@ -15,7 +15,7 @@ answer: the whole answer is then a build error, ``PropertyReport.error``, with Y
 message line) or ``undecided`` (a time limit, or Yosys stopped before a verdict): never a
 pass.
 
-The model (as in :mod:`cvdp_gym.harness.equivalence.formal`'s cycle model): one step is
+The model (as in :mod:`cvdp_gym.equivalence.formal`'s cycle model): one step is
 one clock cycle, ``async2sync`` makes asynchronous resets act in the step they are
 asserted, inputs are always defined (``-set-def-inputs``), the reset is asserted in the
 first step and free afterwards, and the first step is never checked (``-seq 1``). Unlike
@@ -41,9 +41,9 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cvdp_gym.harness.assertions.sva import SELECT, Lowered, Property, lower_properties
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.tasks.assertions.sva import SELECT, Lowered, Property, lower_properties
 
 ANSWER_FILE, CHECKS_FILE = "cvdp_answer.svh", "cvdp_props.svh"
 #: Seconds one design's Yosys may run (every property of it together).

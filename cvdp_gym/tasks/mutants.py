@@ -2,7 +2,7 @@
 
 Contract: ``draw_mutants(design, sandbox, count=, seed=, limits=)`` returns a
 :class:`MutantDraw`: up to ``count`` mutants of the design's reference, each a bug the
-reference-equivalence grader (:class:`~cvdp_gym.harness.flows.reference.ReferenceFlow`:
+reference-equivalence grader (:class:`~cvdp_gym.equivalence.flow.ReferenceFlow`:
 a differential simulation, then Yosys's formal check) shows is **not** equivalent to the
 reference: an equivalent rewrite (a mutant no test could tell apart) or one the grader could
 not decide is never counted against an answer.
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from cvdp_gym.data.mutants import BEHAVIOUR_KINDS, mutate
 from cvdp_gym.data.verification_tasks import DesignUnderTest
-from cvdp_gym.harness.flows.reference import ReferenceFlow
+from cvdp_gym.equivalence.flow import ReferenceFlow
 from cvdp_gym.harness.results import PASSED, TEST_FAILURE
 from cvdp_gym.sandbox.base import Limits, Sandbox
 

@@ -45,9 +45,9 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
-from cvdp_gym.harness.equivalence.ports import Design, Port
-from cvdp_gym.harness.equivalence.sources import PRELUDE, RunNames
-from cvdp_gym.harness.equivalence.stimulus import Stimulus
+from cvdp_gym.equivalence.ports import Design, Port
+from cvdp_gym.equivalence.sources import PRELUDE, RunNames
+from cvdp_gym.equivalence.stimulus import Stimulus
 from cvdp_gym.harness.testbench import fed_through_a_pipe
 
 #: The simulation's own limit: a base plus a generous time per cycle (a design that loops

@@ -2,7 +2,7 @@
 
 Contract: ``cocotb_bench_findings(text, ports=)`` reads a cocotb bench's Python (``ast``, never
 running it) and returns one line per finding, ``[]`` when clean. As for a Verilog bench
-(:mod:`cvdp_gym.harness.bench_rules`), the bench is run on the reference and on mutants that
+(:mod:`cvdp_gym.tasks.bench_rules`), the bench is run on the reference and on mutants that
 share file and module names, and earns credit only for failing a design that *behaves*
 differently; so it may drive and read the top's ports and nothing else:
 
@@ -27,7 +27,7 @@ everywhere, which errs towards findings. A bench that does not parse (by this in
 grammar) is a finding too: what cannot be read is not run. These rules are a reading, so they
 are the first line only: the bench then runs under a guard inside its interpreter that refuses
 files, processes, sockets, ``ctypes`` and imports outside the list at run time
-(:mod:`cvdp_gym.harness.cocotb_bench`).
+(:mod:`cvdp_gym.tasks.cocotb_bench`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One definition for every kind of bench (a Verilog ``tb.sv`` and a cocotb ``test_tb.py``), so
 the test-bench task's flow scores them the same way: ``DesignRun`` per design, and
 ``bench_verdict`` reading a Verilog bench's return codes and logs (a cocotb bench is read by
-:mod:`cvdp_gym.harness.cocotb_bench`, from cocotb's results file).
+:mod:`cvdp_gym.tasks.cocotb_bench`, from cocotb's results file).
 """
 
 from __future__ import annotations

@@ -17,19 +17,19 @@ from typing import Any
 import pytest
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.harness.equivalence.formal import FormalResult
-from cvdp_gym.harness.equivalence.ports import Port, read_design
-from cvdp_gym.harness.equivalence.settings import Settings, read_settings
-from cvdp_gym.harness.equivalence.state import StateRegister
-from cvdp_gym.harness.equivalence.stimulus import make_stimulus, quiet_level
-from cvdp_gym.harness.equivalence.testbench import Coverage, SimulationResult
-from cvdp_gym.harness.equivalence.verdict import judge
+from cvdp_gym.equivalence.flow import _cut_short
+from cvdp_gym.equivalence.formal import FormalResult
+from cvdp_gym.equivalence.ports import Port, read_design
+from cvdp_gym.equivalence.settings import Settings, read_settings
+from cvdp_gym.equivalence.state import StateRegister
+from cvdp_gym.equivalence.stimulus import make_stimulus, quiet_level
+from cvdp_gym.equivalence.testbench import Coverage, SimulationResult
+from cvdp_gym.equivalence.verdict import judge
 from cvdp_gym.harness.flows import FLOWS
-from cvdp_gym.harness.flows.reference import _cut_short
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.sandbox.base import Limits
 from cvdp_gym.seeds import stimulus_seed
-from tests.cvdp_gym.harness.test_reference_flow import problem
+from tests.cvdp_gym.equivalence.test_reference_flow import problem
 
 pytestmark = pytest.mark.sandbox
 
@@ -218,8 +218,8 @@ def test_a_bench_whose_probes_do_not_build_runs_again_without_them(sandbox):
     is made up) fails the bench's build, not the answer; without probes, no coverage is measured."""
     import dataclasses
 
-    from cvdp_gym.harness.equivalence.sources import RunNames, rename_modules
-    from cvdp_gym.harness.flows.reference import _Run, _simulate
+    from cvdp_gym.equivalence.flow import _Run, _simulate
+    from cvdp_gym.equivalence.sources import RunNames, rename_modules
 
     design = dataclasses.replace(read_design(COUNT1K, "count1k"), state=(StateRegister("no_such_register", 4),))
     names = RunNames()

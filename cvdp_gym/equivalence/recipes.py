@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import random
 
-from cvdp_gym.harness.equivalence.formal import GATE, GOLD, FormalResult, yosys_id
-from cvdp_gym.harness.equivalence.ports import Design
-from cvdp_gym.harness.equivalence.sources import RunNames
-from cvdp_gym.harness.equivalence.stimulus import Stimulus
+from cvdp_gym.equivalence.formal import GATE, GOLD, FormalResult, yosys_id
+from cvdp_gym.equivalence.ports import Design
+from cvdp_gym.equivalence.sources import RunNames
+from cvdp_gym.equivalence.stimulus import Stimulus
 
 CODEV_R1, VERITHOUGHTS = "codev-r1", "verithoughts"
 #: CodeV-R1's random sequences, their steps, and its time limit; VeriThoughts' depth and limit.

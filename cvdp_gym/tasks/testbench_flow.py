@@ -7,20 +7,20 @@ by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``testbench`` or
 1. the bench is read for what it may not do: a Verilog bench by the answer gate
    (:func:`cvdp_gym.gate.check` with ``kind="bench"``: as Icarus reads it, every system task on
    the ``BENCH`` allowlist, no file task of any name, a waveform dump only to a plain name of
-   its own folder), then by :mod:`cvdp_gym.harness.bench_rules` (the design's internals, by name
+   its own folder), then by :mod:`cvdp_gym.tasks.bench_rules` (the design's internals, by name
    or by a macro that builds the name); a cocotb bench by
-   :mod:`cvdp_gym.harness.cocotb_bench_rules`: a finding is ``reach_in`` (a cocotb bench that
+   :mod:`cvdp_gym.tasks.cocotb_bench_rules`: a finding is ``reach_in`` (a cocotb bench that
    does not parse: ``build_error``), nothing runs;
-2. ``mutants`` bugs are drawn (:mod:`cvdp_gym.harness.task_mutants`: each shown by the
+2. ``mutants`` bugs are drawn (:mod:`cvdp_gym.tasks.mutants`: each shown by the
    equivalence grader to differ from the reference; drawn with the run's ``seed``);
 3. the bench runs on each design in turn, each design under the same file and module names,
    each under its own time limit (``sim_s``), each run **sealed** (a fresh folder holding only
    the bench and that design, nothing it writes outliving it), the reference first and again
    at a position among the bugs drawn with ``seed`` (a verdict on the reference that changes
-   between its runs is a false alarm): Icarus (:mod:`cvdp_gym.harness.verilog_bench`, one
-   sandbox run) or cocotb 2.0.1 on Icarus (:mod:`cvdp_gym.harness.cocotb_bench`, one sandbox
+   between its runs is a false alarm): Icarus (:mod:`cvdp_gym.tasks.verilog_bench`, one
+   sandbox run) or cocotb 2.0.1 on Icarus (:mod:`cvdp_gym.tasks.cocotb_bench`, one sandbox
    run per design, the bench under a runtime guard, the run's seed as cocotb's);
-4. the verdict per design (:mod:`cvdp_gym.harness.bench_verdicts`): a Verilog bench **fails** a
+4. the verdict per design (:mod:`cvdp_gym.tasks.bench_verdicts`): a Verilog bench **fails** a
    design when it calls ``$error``/``$fatal``, prints a line that begins with ``ERROR``,
    ``FATAL``, ``FAIL`` or ``MISMATCH`` (or says ``TEST FAILED``), exits non-zero, or does not
    finish within ``sim_s``; a cocotb bench when a test fails (its results file).
@@ -32,7 +32,7 @@ fails it (the kill rate is ``tests.passed / tests.total``, the ``kills`` reward)
 answer passes when it catches every one. A mutant the bench does not compile with (a width
 change at a port) is not scored. ``official`` holds the kill rate, each mutant's outcome (its
 kind, never its text), the draw, and for a Verilog bench the coverage of the reference it
-reaches (Verilator line and toggle: :mod:`cvdp_gym.harness.testbench_coverage`). Settings
+reaches (Verilator line and toggle: :mod:`cvdp_gym.tasks.coverage`). Settings
 (``extra["testbench"]``): ``mutants`` (8), ``sim_s`` (20), ``coverage`` (false: a Verilator
 build, about 4.5 s an answer; ``task_problems(..., coverage=True)`` and ``eval --task
 testbench`` turn it on).
@@ -55,12 +55,9 @@ from cvdp_gym.data.verification_tasks import (
     TESTBENCH_FLOW,
     DesignUnderTest,
 )
+from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
 from cvdp_gym.gate import FULL, check
-from cvdp_gym.harness.bench_rules import bench_findings
-from cvdp_gym.harness.cocotb_bench import run_cocotb_designs
-from cvdp_gym.harness.cocotb_bench_rules import cocotb_bench_findings
-from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     REACH_IN,
@@ -69,11 +66,14 @@ from cvdp_gym.harness.results import (
     HarnessResult,
     TestCounts,
 )
-from cvdp_gym.harness.task_mutants import draw_mutants
-from cvdp_gym.harness.testbench_coverage import measure_coverage
-from cvdp_gym.harness.verilog_bench import run_verilog_designs
 from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.seeds import draw_seed
+from cvdp_gym.tasks.bench_rules import bench_findings
+from cvdp_gym.tasks.cocotb_bench import run_cocotb_designs
+from cvdp_gym.tasks.cocotb_bench_rules import cocotb_bench_findings
+from cvdp_gym.tasks.coverage import measure_coverage
+from cvdp_gym.tasks.mutants import draw_mutants
+from cvdp_gym.tasks.verilog_bench import run_verilog_designs
 
 __all__ = ["TestbenchTaskFlow"]
 

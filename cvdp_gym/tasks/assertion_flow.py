@@ -5,18 +5,18 @@ by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``assertion``) retur
 ``HarnessResult`` and never raises on what the answer holds:
 
 0. the properties may read only the design's ports and what they declare themselves
-   (:mod:`cvdp_gym.harness.assertions.ports_only`: compiled with pyslang inside a stub of the
+   (:mod:`cvdp_gym.tasks.assertions.ports_only`: compiled with pyslang inside a stub of the
    design's top that holds only its ports and parameters): an answer naming an internal
    signal of the design, a hierarchical name into it, or instantiating a module is
    ``reach_in``, with the name and its line; a name declared nowhere is a ``build_error``.
    Nothing runs for either;
 1. the design's clock, its edge and its reset come from the reference
-   (:func:`cvdp_gym.harness.equivalence.ports.read_design`): the properties are sampled on the
+   (:func:`cvdp_gym.equivalence.ports.read_design`): the properties are sampled on the
    primary clock, the reset is asserted in the first step;
-2. ``mutants`` bugs are drawn as for test benches (:mod:`cvdp_gym.harness.task_mutants`:
+2. ``mutants`` bugs are drawn as for test benches (:mod:`cvdp_gym.tasks.mutants`:
    shown not equivalent, drawn with the run's ``seed``);
 3. the answer's properties are lowered to what Yosys 0.40 proves and checked on the
-   reference and on each bug to ``depth`` cycles (:mod:`cvdp_gym.harness.assertions`);
+   reference and on each bug to ``depth`` cycles (:mod:`cvdp_gym.tasks.assertions`);
 4. the verdict: an answer Yosys cannot read with the design is a ``build_error``; one with
    no supported property, or whose supported properties are all vacuous, catches nothing;
    one with a property that fails on the reference raised a false alarm (``test_failure``,
@@ -39,10 +39,8 @@ from typing import Any, ClassVar
 
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.verification_tasks import ASSERTION_FLOW, PROPERTIES_FILE, DesignUnderTest
+from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
-from cvdp_gym.harness.assertions import PropertyReport, check_properties
-from cvdp_gym.harness.assertions.ports_only import outside_names
-from cvdp_gym.harness.equivalence.ports import read_design
 from cvdp_gym.harness.results import (
     BUILD_ERROR,
     REACH_IN,
@@ -52,9 +50,11 @@ from cvdp_gym.harness.results import (
     HarnessResult,
     TestCounts,
 )
-from cvdp_gym.harness.task_mutants import draw_mutants
 from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.seeds import draw_seed
+from cvdp_gym.tasks.assertions import PropertyReport, check_properties
+from cvdp_gym.tasks.assertions.ports_only import outside_names
+from cvdp_gym.tasks.mutants import draw_mutants
 
 __all__ = ["AssertionTaskFlow"]
 

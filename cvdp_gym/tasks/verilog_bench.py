@@ -1,12 +1,12 @@
 """A model's Verilog test bench run on the reference design and on mutants, each run sealed.
 
 Contract: ``run_verilog_designs(sandbox, bench, design_texts, sim_s=, limits=, seed=)`` returns
-one :class:`~cvdp_gym.harness.bench_verdicts.DesignRun` per design (the reference first) and
+one :class:`~cvdp_gym.tasks.bench_verdicts.DesignRun` per design (the reference first) and
 never raises on what the bench or the designs hold: the bench (``tb.sv``) is compiled with each
 design in turn (Icarus 13, ``-g2012``), each design as ``design.sv`` with the same module
 names, and simulated under its own limit (``timeout -s KILL sim_s``); what the bench wrote is
-read by :func:`~cvdp_gym.harness.bench_verdicts.bench_verdict`. The cocotb bench's run is
-:mod:`cvdp_gym.harness.cocotb_bench`.
+read by :func:`~cvdp_gym.tasks.bench_verdicts.bench_verdict`. The cocotb bench's run is
+:mod:`cvdp_gym.tasks.cocotb_bench`.
 
 **Sealed runs.** One sandbox run (one per design would double the cost of an answer), in
 which every design's run is apart from the others':
@@ -23,13 +23,13 @@ which every design's run is apart from the others':
   (:func:`reference_verdict`).
 
 What keeps a bench from naming another run's folder at all is the answer gate the flow runs
-first (:mod:`cvdp_gym.harness.flows.testbench_task`): a Verilog bench may call no file task of
+first (:mod:`cvdp_gym.tasks.testbench_flow`): a Verilog bench may call no file task of
 any name (``$fopen``, ``$readmem*``...: the ``BENCH`` allowlist of
 :mod:`cvdp_gym.gate.system_tasks`) but a waveform dump to a plain name of its own folder. The
 sandbox's process is root in its own namespace, so file modes could not hide a folder from it;
 the random names, the deletions and the repeated reference are the second line (a bench past
 the gate that leaves a marker, diffs against the reference's file or replays the first run's
-trace catches nothing: ``tests/cvdp_gym/harness/test_sealed_benches.py``). Measured with
+trace catches nothing: ``tests/cvdp_gym/tasks/test_sealed_benches.py``). Measured with
 ``scripts/bench_verification.py`` and on the counter's 9 designs: the same seconds per answer
 as the shared folder it replaces (one run more, one ``rm`` where a ``find`` was).
 """
@@ -42,9 +42,9 @@ import secrets
 from pathlib import Path
 
 from cvdp_gym.data.verification_tasks import BENCH_FILE, DESIGN_FILE
-from cvdp_gym.harness.bench_verdicts import DesignRun, bench_verdict
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.tasks.bench_verdicts import DesignRun, bench_verdict
 
 __all__ = ["reference_verdict", "run_order", "run_verilog_designs"]
 

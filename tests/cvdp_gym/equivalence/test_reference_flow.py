@@ -1,4 +1,4 @@
-"""The reference-equivalence grader (``flows.reference``) on made-up designs, with real
+"""The reference-equivalence grader (``equivalence.flow``) on made-up designs, with real
 Icarus, Verilator and Yosys runs in the real sandbox.
 
 Every design here is written for these tests. Expected mismatches are derived from Python
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.equivalence.ports import read_design
+from cvdp_gym.equivalence.settings import read_settings
+from cvdp_gym.equivalence.sources import rename_modules
+from cvdp_gym.equivalence.stimulus import make_stimulus
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.harness.equivalence.ports import read_design
-from cvdp_gym.harness.equivalence.settings import read_settings
-from cvdp_gym.harness.equivalence.sources import rename_modules
-from cvdp_gym.harness.equivalence.stimulus import make_stimulus
 from cvdp_gym.harness.flows import FLOWS
 from cvdp_gym.harness.results import HarnessResult
 from cvdp_gym.sandbox.base import Limits

@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 from cvdp_gym.data.verification_tasks import BENCH_FILE, TESTBENCH, DesignUnderTest, task_problem
-from cvdp_gym.harness.bench_rules import bench_findings
-from cvdp_gym.harness.bench_verdicts import bench_verdict
 from cvdp_gym.harness.randomness import problem_randomness
 from cvdp_gym.harness.results import BUILD_ERROR, REACH_IN, TEST_FAILURE
-from cvdp_gym.harness.task_mutants import draw_mutants, mutant_pool
 from cvdp_gym.sandbox.base import Limits
-from tests.cvdp_gym.harness.verification_problems import (
+from cvdp_gym.tasks.bench_rules import bench_findings
+from cvdp_gym.tasks.bench_verdicts import bench_verdict
+from cvdp_gym.tasks.mutants import draw_mutants, mutant_pool
+from tests.cvdp_gym.tasks.verification_problems import (
     COUNTER,
     FALSE_ALARM_BENCH,
     PEEKING_BENCH,

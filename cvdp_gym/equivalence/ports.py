@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import pyslang
 from pyslang import ast, syntax
 
+from cvdp_gym.equivalence.state import StateRegister, edge_events, state_registers
 from cvdp_gym.errors import HarnessError
-from cvdp_gym.harness.equivalence.state import StateRegister, edge_events, state_registers
 
 #: The widest port the test bench drives or compares.
 MAX_PORT_WIDTH = 4096
