@@ -19,8 +19,8 @@ check's ``reach_in``: instantiating the reference, forcing the test bench's sign
 instances; listed as ``reach_in`` where the benchmark's own rule passes them): both are where
 the benchmark's own figure is inflated.
 
-Each benchmark's arithmetic is its plug-in's ``report`` part (``REPORTS``, :mod:`cvdp_gym.plugins`);
-the built-in ones:
+Each benchmark's arithmetic is its plug-in's ``report`` part (``REPORTS``, :mod:`cvdp_gym.plugins`),
+built with the helpers of its kit, :mod:`cvdp_gym.eval.report_kit`; the built-in ones:
 
 - VerilogEval v2 (``scripts/sv-iv-analyze``, ``Results.print``): ``pass_rate`` = the mean over
   problems of ``int((npass / nsamples) * 100)`` (printed with 2 decimals); beside it the unbiased
@@ -37,85 +37,28 @@ the built-in ones:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
-from cvdp_gym.eval.intervals import wilson
-from cvdp_gym.eval.passk import pass_at_k
 from cvdp_gym.eval.published import published
+from cvdp_gym.eval.report_kit import (
+    OFFICIAL_COLUMN,
+    OURS_COLUMN,
+    Row,
+    SectionBuilder,
+    name_of,
+    official,
+    official_pass,
+    ours,
+    title,
+)
 from cvdp_gym.harness.results import REACH_IN
 from cvdp_gym.plugins import PluginTable
 
 __all__ = ["REPORTS", "SectionBuilder", "benchmark_reports"]
 
-Row = dict[str, Any]
-Reading = Callable[[Row], bool]
-#: Fills a section's ``figures``, ``headline`` and notes from its rows: ``(section, every
-#: problem's rows, the rows of problems without a known defect, the run's meta)``.
-SectionBuilder = Callable[[dict[str, Any], list[list[Row]], list[list[Row]], dict[str, Any]], None]
 #: Each benchmark's own arithmetic, by benchmark name (the plug-ins' ``report`` parts).
 REPORTS: PluginTable[SectionBuilder] = PluginTable("report", "REPORTS")
-NOT_GRADED = "-"
-REACH_IN_LABEL = "reached outside its own design (the static check's reach_in; never run as a pass)"
-OFFICIAL_COLUMN = {"key": "official", "label": "official rule, every problem"}
-OURS_COLUMN = {"key": "ours", "label": "ours (test bench's own lines), defects left out"}
-
-
-
-def title(benchmark: str) -> str:
-    """The benchmark's title (``RTLLM v2.0``), or its name if no plug-in knows it."""
-    return BENCHMARKS[benchmark].title if benchmark in BENCHMARKS else benchmark
-
-
-def official(row: Row) -> dict[str, Any]:
-    return row.get("official") or {}
-
-
-def official_pass(row: Row) -> bool:
-    """The benchmark's own verdict: RTLLM's by the problem's rule, VerilogEval's ``passed``."""
-    verdict = official(row)
-    return bool(verdict.get(verdict["rule"]) if verdict.get("rule") else verdict.get("passed"))
-
-
-def ours(row: Row) -> bool:
-    return bool(row.get("passed"))
-
-
-def compiled(row: Row) -> bool:
-    return bool(official(row).get("compiled"))
-
-
-def name_of(row: Row) -> str:
-    """The benchmark's own problem name (``verilog-eval-v2.spec-to-rtl.Prob001_zero`` → ``Prob001_zero``)."""
-    prefix = ".".join(p for p in (row.get("benchmark"), row.get("task")) if p) + "."
-    return row["id"][len(prefix):] if row["id"].startswith(prefix) else row["id"]
-
-
-def cell(value: float | None, of: int, ci: tuple[float, float] | None = None) -> dict[str, Any]:
-    return {"value": value, "of": of, "ci95": None if ci is None else [100 * ci[0], 100 * ci[1]]}
-
-
-def mean_pass_at_k(groups: list[list[Row]], passed: Reading, k: int, *, extra_zero: bool = False) -> float | None:
-    """The mean over problems of the unbiased pass@k, in percent (``extra_zero``: auto_run.py's appended 0)."""
-    if not groups or any(len(rows) < k for rows in groups):
-        return None
-    values = [pass_at_k(len(rows), sum(passed(r) for r in rows), k) for rows in groups]
-    return 100 * sum(values) / (len(values) + extra_zero)
-
-
-def pass1_cell(groups: list[list[Row]], passed: Reading) -> dict[str, Any]:
-    """pass@1 (the mean of c/n) with Wilson's 95% interval over problems (:mod:`cvdp_gym.eval.intervals`)."""
-    value = mean_pass_at_k(groups, passed, 1)
-    return cell(value, len(groups), None if value is None else wilson(value / 100, len(groups)))
-
-
-def settings_note(section: dict[str, Any], meta: dict[str, Any]) -> str:
-    low, high = section["samples_per_problem"]
-    samples = str(low) if low == high else f"{low}–{high}"
-    temperature = meta.get("temperature")
-    sampling = f"temperature {temperature}" if temperature is not None else "temperature not recorded (answers from a file)"
-    return f"this run: {samples} sample(s) per problem, {sampling}"
 
 
 def _section(benchmark: str, task: str, rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:

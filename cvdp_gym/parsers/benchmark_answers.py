@@ -8,36 +8,23 @@ graded against a reference design) the design file (the first fenced block, else
 RTLLM's repository has no extraction script, and this is what its users do). Never
 raises. A benchmark answer's extraction always yields its file, as the benchmark's script
 writes one whatever the answer holds; ``method`` is ``none`` when it held no code at all,
-which the grader scores ``format_error`` after the benchmark's own verdict is taken.
+which the grader scores ``format_error`` after the benchmark's own verdict is taken. What the
+plug-ins extract with (``NO_CODE``, ``has_code``) is their kit, :mod:`cvdp_gym.parsers.answer_kit`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from cvdp_gym.data.problems import Problem
+from cvdp_gym.parsers.answer_kit import NO_CODE
 from cvdp_gym.parsers.response import Extraction, answer_text, extract_files
 from cvdp_gym.plugins import PluginTable
 
-__all__ = ["EXTRACTORS", "NO_CODE", "extract_answer", "has_code"]
-
-#: ``Extraction.method`` of a benchmark answer with no code in it.
-NO_CODE = "none"
-#: Verilog-shaped text: a module header, endmodule, an assignment or an always block (prose
-#: that merely names "the module" is not code).
-_CODE = re.compile(
-    r"\bendmodule\b|\bmodule\s+\w+\s*[#(;]|\bassign\s+[\w{][\w\[\]{}.,:\s]*=|\balways\w*\s*@|\balways_(comb|latch)\b"
-)
-
+__all__ = ["EXTRACTORS", "NO_CODE", "extract_answer"]
 
 #: Each benchmark's extraction, by flow: ``(problem, answer text) -> (file text, method)``.
 EXTRACTORS: PluginTable[Callable[[Problem, str], tuple[str, str]]] = PluginTable("answers", "EXTRACTORS")
-
-
-def has_code(text: str) -> bool:
-    """Whether ``text`` holds Verilog-shaped code (not prose that merely names a module)."""
-    return _CODE.search(text) is not None
 
 
 def extract_answer(problem: Problem, response: str) -> Extraction:

@@ -79,7 +79,7 @@ FLOWS = (AcmeFlow(),)
 '''
 ACME_REPORT = '''
 """ACME's own report arithmetic: the share of problems whose every sample passed."""
-from cvdp_gym.eval.benchmark_reports import cell
+from cvdp_gym.eval.report_kit import cell
 
 
 def build(section, everyone, clean, meta):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from cvdp_gym.benchmarks.rtllm.data import instantiated_module
-from cvdp_gym.check.consistency import connections, ports
+from cvdp_gym.check.consistency_kit import connections, ports
 from cvdp_gym.data.problems import Problem
 
 __all__ = ["FINDINGS"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvdp_gym.eval.benchmark_reports import (
+from cvdp_gym.eval.report_kit import (
     OURS_COLUMN,
     Reading,
     Row,

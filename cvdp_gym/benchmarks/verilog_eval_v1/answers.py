@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.parsers._common import find_fenced_blocks
-from cvdp_gym.parsers.benchmark_answers import NO_CODE, has_code
+from cvdp_gym.parsers.answer_kit import NO_CODE, find_fenced_blocks, has_code
 
 __all__ = ["EXTRACTORS", "completion"]
 

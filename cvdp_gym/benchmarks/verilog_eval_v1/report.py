@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvdp_gym.eval.benchmark_reports import (
+from cvdp_gym.eval.report_kit import (
     Row,
     cell,
     mean_pass_at_k,

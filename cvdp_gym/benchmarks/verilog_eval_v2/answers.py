@@ -15,7 +15,7 @@ an API that separates reasoning would have.
 from __future__ import annotations
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.parsers.benchmark_answers import NO_CODE, has_code
+from cvdp_gym.parsers.answer_kit import NO_CODE, has_code
 
 __all__ = ["CODE_COMPLETE", "EXTRACTORS", "SPEC_TO_RTL", "sample_file"]
 

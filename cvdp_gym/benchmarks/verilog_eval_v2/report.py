@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from cvdp_gym.benchmarks.verilog_eval_v2.flow import LABELS
-from cvdp_gym.eval.benchmark_reports import (
+from cvdp_gym.eval.report_kit import (
     NOT_GRADED,
+    REACH_IN,
     REACH_IN_LABEL,
     Reading,
     Row,
@@ -23,7 +24,6 @@ from cvdp_gym.eval.benchmark_reports import (
     pass1_cell,
     settings_note,
 )
-from cvdp_gym.harness.results import REACH_IN
 
 __all__ = ["REPORTS", "build_section", "ve2_pass_rate"]
 
