@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cvdp_gym.data.problems import Problem
 from cvdp_gym.equivalence.formal import LOGS as FORMAL_LOGS
 from cvdp_gym.equivalence.formal import (
     TIMED_OUT,
@@ -80,8 +79,7 @@ from cvdp_gym.equivalence.testbench import (
 )
 from cvdp_gym.equivalence.verdict import judge, stopped
 from cvdp_gym.errors import ConfigError, HarnessError, SandboxUnavailable
-from cvdp_gym.gate import check
-from cvdp_gym.harness.results import (
+from cvdp_gym.harness.flows.flow_kit import (
     BUILD_ERROR,
     HARNESS_ERROR,
     REACH_IN,
@@ -89,9 +87,14 @@ from cvdp_gym.harness.results import (
     TIMEOUT,
     UNSUPPORTED,
     HarnessResult,
+    Limits,
+    Problem,
+    Sandbox,
+    check,
+    new_secret,
+    read_log,
+    run_script,
 )
-from cvdp_gym.harness.testbench import new_secret, read_log, run_script
-from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.seeds import stimulus_seed
 
 INTERFACE_ERROR = "interface_error"

@@ -37,20 +37,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.verification_tasks import ASSERTION_FLOW, PROPERTIES_FILE, DesignUnderTest
 from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
-from cvdp_gym.harness.results import (
+from cvdp_gym.harness.flows.flow_kit import (
     BUILD_ERROR,
     REACH_IN,
     TEST_FAILURE,
     UNDECIDED,
     UNSUPPORTED,
     HarnessResult,
+    Limits,
+    Problem,
+    Sandbox,
     TestCounts,
 )
-from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.seeds import draw_seed
 from cvdp_gym.tasks.assertions import PropertyReport, check_properties
 from cvdp_gym.tasks.assertions.ports_only import outside_names

@@ -46,7 +46,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.verification_tasks import (
     BENCH_FILE,
     BENCH_TOP,
@@ -57,16 +56,19 @@ from cvdp_gym.data.verification_tasks import (
 )
 from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
-from cvdp_gym.gate import FULL, check
-from cvdp_gym.harness.results import (
+from cvdp_gym.gate import FULL
+from cvdp_gym.harness.flows.flow_kit import (
     BUILD_ERROR,
     REACH_IN,
     TEST_FAILURE,
     UNSUPPORTED,
     HarnessResult,
+    Limits,
+    Problem,
+    Sandbox,
     TestCounts,
+    check,
 )
-from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.seeds import draw_seed
 from cvdp_gym.tasks.bench_rules import bench_findings
 from cvdp_gym.tasks.cocotb_bench import run_cocotb_designs

@@ -39,30 +39,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cvdp_gym.benchmarks.rtllm import xguard
-from cvdp_gym.data.problems import Problem
-from cvdp_gym.gate import check
-from cvdp_gym.gate.compiled_calls import CALLS_FILE, calls_command
-from cvdp_gym.harness.isolation import Isolated, isolate
-from cvdp_gym.harness.results import (
+from cvdp_gym.harness.flows.flow_kit import (
     BUILD_ERROR,
+    CALLS_FILE,
     RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
     UNDECIDED,
     HarnessResult,
+    Isolated,
+    Limits,
+    Problem,
+    Sandbox,
     ServiceResult,
     TestCounts,
-)
-from cvdp_gym.harness.testbench import (
+    calls_command,
+    check,
     compiled_check,
     fed_through_a_pipe,
     instrument,
+    isolate,
     isolated_run,
     new_secret,
     read_log,
     run_script,
 )
-from cvdp_gym.sandbox.base import Limits, Sandbox
 
 #: ``auto_run.py``'s limit on ``make sim``, and the open flows'.
 AUTO_RUN_LIMIT_S, OPEN_LIMIT_S = 8.0, 15.0

@@ -65,8 +65,7 @@ from pyslang import ast, syntax
 
 from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
-from cvdp_gym.harness.isolation import isolate
-from cvdp_gym.harness.testbench import instrument
+from cvdp_gym.harness.flows.flow_kit import instrument, isolate
 
 __all__ = ["Guard", "plan", "split"]
 

@@ -27,19 +27,20 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from cvdp_gym.data.problems import Problem
-from cvdp_gym.gate import check
-from cvdp_gym.gate.compiled_calls import CALLS_FILE, calls_command
-from cvdp_gym.harness.isolation import Isolated
-from cvdp_gym.harness.results import (
+from cvdp_gym.harness.flows.flow_kit import (
     BUILD_ERROR,
+    CALLS_FILE,
     TEST_FAILURE,
     TIMEOUT,
     HarnessResult,
+    Isolated,
+    Limits,
+    Problem,
+    Sandbox,
     ServiceResult,
     TestCounts,
-)
-from cvdp_gym.harness.testbench import (
+    calls_command,
+    check,
     compiled_check,
     fed_through_a_pipe,
     instrument,
@@ -48,7 +49,6 @@ from cvdp_gym.harness.testbench import (
     read_log,
     run_script,
 )
-from cvdp_gym.sandbox.base import Limits, Sandbox
 
 #: ``execution.py``'s default time limit for one check.
 TIMEOUT_S = 30.0

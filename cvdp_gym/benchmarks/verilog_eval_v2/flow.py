@@ -32,20 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cvdp_gym.benchmarks.verilog_eval_v2.data import PROVIDED
-from cvdp_gym.data.problems import Problem
-from cvdp_gym.gate import check
-from cvdp_gym.gate.compiled_calls import CALLS_FILE, calls_command
-from cvdp_gym.harness.isolation import Isolated
-from cvdp_gym.harness.results import (
+from cvdp_gym.harness.flows.flow_kit import (
     BUILD_ERROR,
+    CALLS_FILE,
     RESOURCE_LIMIT,
     TEST_FAILURE,
     TIMEOUT,
     HarnessResult,
+    Isolated,
+    Limits,
+    Problem,
+    Sandbox,
     ServiceResult,
     TestCounts,
-)
-from cvdp_gym.harness.testbench import (
+    calls_command,
+    check,
     compiled_check,
     fed_through_a_pipe,
     instrument,
@@ -54,7 +55,6 @@ from cvdp_gym.harness.testbench import (
     read_log,
     run_script,
 )
-from cvdp_gym.sandbox.base import Limits, Sandbox
 
 INTERFACE_ERROR = "interface_error"
 #: The simulation's own time limit (``timeout 30 ./X``).
