@@ -2,7 +2,13 @@
 
 Every ``import`` statement counts, wherever it sits (module level, inside a function, under
 ``TYPE_CHECKING``): an import placed inside a function to dodge a cycle is still a cycle in
-the design. Layers, lowest first (a module may import its own layer and the ones below):
+the design. So does a plug-in load: a module-level ``PluginTable(part, ..., shared=...)``
+(:mod:`cvdp_gym.plugins`) imports, by name, ``<pkg>.<part>`` of every built-in benchmark
+package (``plugins.BUILT_IN``, read from the checkout's source, not imported) and every
+``shared`` package; each such part that exists is an edge from the module holding the table,
+counted for cycles (a plug-in that imports the module loading it is a cycle) but not for
+the layering rule (a load by name is how a lower layer reaches a higher plug-in).
+Layers, lowest first (a module may import its own layer and the ones below):
 
 - cvdp_gym: the shared leaves (``errors``, ``jsonl``, ``interrupt``, ``seeds``, ``plugins``,
   ``data``, ``parsers``), then toolchain < sandbox < harness < execution < grading < envs <
@@ -106,6 +112,51 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
+def built_in_plugins(root: Path) -> tuple[str, ...]:
+    """``BUILT_IN`` of ``root``'s ``cvdp_gym/plugins.py``, read from its source: ``--root`` may be
+    another checkout, whose list is not the one this interpreter would import."""
+    path = root / "cvdp_gym" / "plugins.py"
+    if not path.is_file():
+        return ()
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "BUILT_IN" for t in targets) and node.value is not None:
+            return strings(node.value)
+    return ()
+
+
+def strings(node: ast.expr) -> tuple[str, ...]:
+    """The string literals of a tuple or list literal (others skipped)."""
+    if not isinstance(node, ast.Tuple | ast.List):
+        return ()
+    return tuple(e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+
+def plugin_loads(path: Path, plugins: tuple[str, ...], modules: dict[str, Path]) -> set[str]:
+    """The plug-in parts that the tables (``PluginTable``) built at ``path``'s module level load by name:
+    ``<pkg>.<part>`` for each of ``plugins`` and the table's ``shared`` packages, where it exists."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(statement):
+            if not (isinstance(node, ast.Call) and _called_name(node.func) == "PluginTable"):
+                continue
+            part_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "part"), None)
+            if not (isinstance(part_node, ast.Constant) and isinstance(part_node.value, str)):
+                continue
+            shared = next((strings(k.value) for k in node.keywords if k.arg == "shared"), ())
+            found |= {f"{package}.{part_node.value}" for package in (*shared, *plugins)} & modules.keys()
+    return found
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
 def layer_of(module: str) -> int:
     """The layer index of a module (higher = may import more)."""
     parts = module.split(".")
@@ -181,13 +232,15 @@ def main(argv: list[str] | None = None) -> int:
 
     modules = find_modules(args.root)
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    plugins = built_in_plugins(args.root)
+    loads = {name: plugin_loads(path, plugins, modules) - {name} for name, path in modules.items()}
     violations = [
         (source, target)
         for source, targets in sorted(graph.items())
         for target in sorted(targets)
         if layer_of(target) > layer_of(source)
     ]
-    loops = cycles(graph)
+    loops = cycles({name: graph[name] | loads[name] for name in graph})
 
     package_edges: dict[str, set[str]] = defaultdict(set)
     for source, targets in graph.items():
@@ -196,9 +249,12 @@ def main(argv: list[str] | None = None) -> int:
                 package_edges[group(source)].add(group(target))
     print(f"{len(modules)} modules, {sum(map(len, graph.values()))} imports, "
           f"{sum(map(len, package_edges.values()))} package-to-package edges")
+    print(f"{sum(map(len, loads.values()))} plug-in loads (PluginTable parts, counted for cycles)")
     if args.edges:
         for source in sorted(package_edges, key=lambda g: (layer_of(g), g)):
             print(f"  {source} (layer {layer_of(source)}) -> {', '.join(sorted(package_edges[source]))}")
+        for source in sorted(name for name in loads if loads[name]):
+            print(f"  {source} loads {', '.join(sorted(loads[source]))}")
     for source, target in violations:
         print(f"upward import: {source} (layer {layer_of(source)}) imports {target} (layer {layer_of(target)})")
     for loop in loops:

@@ -43,3 +43,49 @@ def test_the_check_catches_a_cycle_and_an_upward_import(tmp_path):
     assert graph.cycles(edges) == [["cvdp_gym.harness.b", "cvdp_gym.harness.c"]]
     assert graph.layer_of("cvdp_gym.sandbox.a") < graph.layer_of("cvdp_gym.harness.b")
     assert graph.main(["--root", str(tmp_path)]) == 1
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+PLUGIN_TREE = {
+    "cvdp_gym/__init__.py": "",
+    "cvdp_gym/plugins.py": 'BUILT_IN: tuple[str, ...] = ("cvdp_gym.benchmarks.bench",)\nclass PluginTable: ...\n',
+    "cvdp_gym/parsers/__init__.py": "",
+    "cvdp_gym/parsers/answer_kit.py": "def helper(): ...\n",
+    "cvdp_gym/parsers/table.py": (
+        "from cvdp_gym.plugins import PluginTable\n"
+        'TABLE: PluginTable = PluginTable("answers", "EXTRACTORS", shared=("cvdp_gym.harness",))\n'
+    ),
+    "cvdp_gym/harness/__init__.py": "",
+    "cvdp_gym/harness/answers.py": "",
+    "cvdp_gym/benchmarks/__init__.py": "",
+    "cvdp_gym/benchmarks/bench/__init__.py": "",
+    "cvdp_gym/benchmarks/bench/answers.py": "from cvdp_gym.parsers.answer_kit import helper\n",
+    "rtl_trainer/__init__.py": "",
+}
+
+
+def test_a_plugin_load_is_an_edge_for_cycles_not_for_layers(tmp_path, capsys):
+    """A PluginTable loads every built-in and shared package's part by name: that load is not an
+    upward import (a lower layer reaching a higher plug-in), but a plug-in that imports the
+    module whose table loads it closes a cycle, which the check names."""
+    graph = load_script()
+    write_tree(tmp_path, PLUGIN_TREE)
+    modules = graph.find_modules(tmp_path)
+    assert graph.built_in_plugins(tmp_path) == ("cvdp_gym.benchmarks.bench",)
+    assert graph.plugin_loads(modules["cvdp_gym.parsers.table"], ("cvdp_gym.benchmarks.bench",), modules) == {
+        "cvdp_gym.benchmarks.bench.answers", "cvdp_gym.harness.answers",
+    }
+    assert graph.main(["--root", str(tmp_path)]) == 0  # the plug-in imports a kit, not the table
+    assert "2 plug-in loads" in capsys.readouterr().out
+
+    write_tree(tmp_path, {"cvdp_gym/benchmarks/bench/answers.py": "from cvdp_gym.parsers.table import TABLE\n"})
+    assert graph.main(["--root", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "cycle: cvdp_gym.benchmarks.bench.answers <-> cvdp_gym.parsers.table" in out
+    assert "0 upward import(s), 1 cycle(s)" in out
