@@ -1,10 +1,11 @@
 """The reference-equivalence grader: an answer judged against a reference design, not a test bench.
 
-Contract: ``ReferenceFlow().run(sandbox, problem, files, limits=..., keep_dir=...)``, like
-the benchmark flows, returns a ``HarnessResult`` and never raises on what the problem or
-the answer holds. The problem (API29): ``reference`` = {target: reference design},
-``extra["top"]`` (else the target's stem), ``extra["equivalence"]`` = the settings
-(:mod:`cvdp_gym.equivalence.settings`). The stages (:mod:`cvdp_gym.equivalence`):
+Contract: ``ReferenceFlow().run(sandbox, problem, files, limits=..., keep_dir=..., seed=...)``
+(the run's seed, unused: the stimulus is seeded from the problem id), like the benchmark
+flows, returns a ``HarnessResult`` and never raises on what the problem or the answer holds.
+The problem (API29): ``reference`` = {target: reference design}, ``extra["top"]`` (else the
+target's stem), ``extra["equivalence"]`` = the settings (:mod:`cvdp_gym.equivalence.settings`).
+The stages (:mod:`cvdp_gym.equivalence`):
 
 1. **interface**, in process (pyslang): the reference's top, ports, clocks and resets. A
    reference that cannot be driven (no such module, inout or unpacked ports, no output,
@@ -127,7 +128,7 @@ class ReferenceFlow:
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *,
-        limits: Limits, keep_dir: Path | None = None,
+        limits: Limits, keep_dir: Path | None = None, seed: int | None = None,
     ) -> HarnessResult:
         try:
             settings = read_settings(problem.extra)

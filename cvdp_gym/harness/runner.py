@@ -218,15 +218,14 @@ class HarnessRunner:
         return problem.unsupported or self.toolchain.simulator_missing(problem.toolchain) or self.repos.missing(problem)
 
     def _run_flow(self, problem: Problem, files: Mapping[str, str], limits: Limits | None, seed: int) -> HarnessResult:
-        """A benchmark problem: its own flow (``harness.flows``) in this runner's sandbox; a flow
-        that draws at random (``seeded``, the verification tasks' mutants) gets the run's seed."""
+        """A benchmark problem: its own flow (``harness.flows``) in this runner's sandbox, given the
+        run's seed (a flow that draws at random, the verification tasks' mutants, draws from it)."""
         flow = flow_for(problem.flow or "")
         if flow is None:
             return HarnessResult.failure(problem.id, HARNESS_ERROR, f"no test-bench flow called {problem.flow!r}")
         keep = self.options.keep_dir / problem.id if self.options.keep_dir is not None else None
-        drawn = {"seed": seed} if getattr(flow, "seeded", False) else {}
         try:
-            result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep, **drawn)
+            result = flow.run(self.sandbox, problem, files, limits=limits or self.options.limits, keep_dir=keep, seed=seed)
         except (UnsafePathError, OSError) as exc:
             return HarnessResult.failure(problem.id, os_failure_class(exc) if isinstance(exc, OSError) else BUILD_ERROR, str(exc))
         supplied = flow.supplied(problem) if hasattr(flow, "supplied") else {}

@@ -69,6 +69,7 @@ class AssertionTaskFlow:
     name = ASSERTION_FLOW
     #: Its answer is a bench or properties, read by its own rules (the gate reads its directives).
     answer_kind = None
+    #: Its verdict depends on the run's seed (the bugs drawn from it): the result records the seed.
     seeded: ClassVar[bool] = True
 
     def run(

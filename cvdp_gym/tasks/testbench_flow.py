@@ -91,6 +91,7 @@ class TestbenchTaskFlow:
     #: Its answer is a bench, read here (a Verilog bench by the gate's ``BENCH`` allowlist, then
     #: the task's rules; a cocotb bench by its rules); the runner's gate reads its directives.
     answer_kind = None
+    #: Its verdict depends on the run's seed (the bugs drawn from it): the result records the seed.
     seeded: ClassVar[bool] = True
     __test__ = False  # not a pytest class, whatever its name says
 

@@ -385,7 +385,7 @@ def plugin_flow() -> Iterator[str]:
     class ForgetfulFlow(VerilogEvalV2Flow):
         name = PLUGIN_FLOW
 
-        def run(self, sandbox, problem, files, *, limits, keep_dir=None):
+        def run(self, sandbox, problem, files, *, limits, keep_dir=None, seed=None):
             name = str(problem.extra.get("name") or problem.id)
             target = problem.targets[0]
             sources = {f"{name}_test.sv": problem.harness.get(f"{name}_test.sv", ""), f"{name}_ref.sv": problem.harness.get(f"{name}_ref.sv", "")}

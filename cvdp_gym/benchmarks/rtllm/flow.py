@@ -106,6 +106,7 @@ class RtllmFlow:
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+        seed: int | None = None,
     ) -> HarnessResult:
         target = problem.targets[0]
         answer = files.get(target, "")

@@ -108,6 +108,7 @@ class VerilogEvalV1Flow:
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+        seed: int | None = None,
     ) -> HarnessResult:
         task_id = str(problem.extra.get("name") or problem.id)
         completion = files.get(problem.targets[0], "")

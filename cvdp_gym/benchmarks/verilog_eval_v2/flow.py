@@ -202,6 +202,7 @@ class VerilogEvalV2Flow:
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+        seed: int | None = None,
     ) -> HarnessResult:
         name = str(problem.extra.get("name") or problem.id)
         target = problem.targets[0]

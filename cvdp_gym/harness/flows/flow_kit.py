@@ -81,13 +81,16 @@ class Flow(Protocol):
     it grades, whose allowlist the answer gate applies (:mod:`cvdp_gym.gate.system_tasks`;
     ``"design"`` when a flow does not say; None: only the answer's directives are read);
     ``supplied(problem) -> {path: text}``, the files it compiles beside the answer (the gate
-    counts their definitions as given); ``seeded = True``, it draws at random and is given the
-    run's seed (``run(..., seed=)``)."""
+    counts their definitions as given); ``seeded = True``, its verdict depends on the run's
+    ``seed`` (it draws at random from it), so the result records the seed, which reproduces it."""
 
     name: str
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *, limits: Limits, keep_dir: Path | None = None,
+        seed: int | None = None,
     ) -> HarnessResult:
-        """Run ``files`` (the answer) on ``problem`` in ``sandbox``; ``keep_dir``: where to keep the run's files."""
+        """Run ``files`` (the answer) on ``problem`` in ``sandbox``. ``keep_dir``: where to keep the
+        run's files; ``seed``: the run's seed (every flow is given it), which a flow that draws at
+        random draws from (a fresh draw when None) and any other flow ignores."""
         ...

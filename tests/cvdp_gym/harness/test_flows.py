@@ -18,9 +18,13 @@ import pytest
 
 from cvdp_gym.benchmarks.verilog_eval_v2.data import VerilogEvalV2
 from cvdp_gym.data import load_dataset
+from cvdp_gym.data.problems import Problem
 from cvdp_gym.envs.prompts import answer_text
 from cvdp_gym.grading import Grader
 from cvdp_gym.harness import HarnessRunner
+from cvdp_gym.harness.flows import FLOWS
+from cvdp_gym.harness.results import HarnessResult
+from cvdp_gym.harness.results import TestCounts as Counts  # not Test...: pytest would collect it
 from cvdp_gym.harness.runner import RunOptions
 from cvdp_gym.sandbox.base import Limits
 
@@ -357,3 +361,40 @@ def test_rtllm_pass_without_passed_meets_auto_run_but_not_open(runner, rtllm, rt
         result = runner.run(terse, p.reference)
         assert result.official["auto_run"] and not result.official["open"]
         assert result.passed == (rule == "auto_run"), rule
+
+
+class SeedNotingFlow:
+    """A made-up flow that notes the seed each run is given, and passes."""
+
+    name = "seed-noting"
+
+    def __init__(self) -> None:
+        self.given: list[int | None] = []
+
+    def run(self, sandbox, problem, files, *, limits, keep_dir=None, seed=None):
+        self.given.append(seed)
+        return HarnessResult.of_one_check(problem.id, "made-up", True, None, "", tests=Counts(1, 1, 0), official={}, wall_s=0.0)
+
+
+class SeedDrawingFlow(SeedNotingFlow):
+    """The same, for a flow whose verdict depends on the seed (``seeded``)."""
+
+    name = "seed-drawing"
+    seeded: ClassVar[bool] = True
+
+
+@pytest.mark.parametrize("flow", [SeedNotingFlow(), SeedDrawingFlow()], ids=["draws-nothing", "seeded"])
+def test_every_flow_is_given_the_runs_seed_and_a_seeded_one_records_it(runner, monkeypatch, flow):
+    """``seed`` is part of every flow's ``run``: the runner passes the run's seed (a fresh one when
+    none is asked for); only a flow whose verdict depends on it has it recorded with the result."""
+    monkeypatch.setitem(FLOWS._load(), flow.name, flow)  # a test's registration, removed on exit
+    problem = Problem(
+        id=f"made-up.{flow.name}", categories=(), agentic=False, prompt="", context={}, targets=("top.sv",),
+        harness={}, grader=flow.name,
+    )
+    answer = {"top.sv": "module top(input a, output y);\n  assign y = a;\nendmodule\n"}
+    fixed, fresh = runner.run(problem, answer, seed=7), runner.run(problem, answer)
+    assert fixed.passed and fresh.passed
+    assert flow.given[0] == 7 and isinstance(flow.given[1], int)
+    seeded = getattr(flow, "seeded", False)
+    assert (fixed.seed, fresh.seed) == ((7, flow.given[1]) if seeded else (None, None))
