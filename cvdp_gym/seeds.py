@@ -23,7 +23,7 @@ __all__ = ["StimulusOptions", "draw_seed", "seed_list", "stimulus_seed"]
 
 
 class StimulusOptions(Protocol):
-    """What the stimulus seed depends on (``harness.equivalence.settings.Settings`` has it)."""
+    """What the stimulus seed depends on (``cvdp_gym.equivalence.settings.Settings`` has it)."""
 
     @property
     def cycles(self) -> int: ...

@@ -57,8 +57,8 @@ def without_gate():
     from cvdp_gym.benchmarks.rtllm import flow as rtllm
     from cvdp_gym.benchmarks.verilog_eval_v1 import flow as v1
     from cvdp_gym.benchmarks.verilog_eval_v2 import flow as v2
+    from cvdp_gym.equivalence import flow as reference
     from cvdp_gym.harness import runner
-    from cvdp_gym.harness.flows import reference
 
     with ExitStack() as stack:
         for module in (rtllm, v1, v2, runner, reference):

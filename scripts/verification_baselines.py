@@ -202,8 +202,8 @@ def measure_assertions(
     the assertion task's flow; one row per problem and kind."""
     from unittest import mock
 
-    from cvdp_gym.harness.flows import assertion_task
     from cvdp_gym.sandbox import Limits, make_sandbox
+    from cvdp_gym.tasks import assertion_flow as assertion_task
 
     sandbox = make_sandbox("bubblewrap")
     flow = assertion_task.AssertionTaskFlow()
