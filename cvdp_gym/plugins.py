@@ -24,7 +24,12 @@ Python entry point in the ``cvdp_gym.benchmarks`` group (its value: the package)
 so a lab adds a private benchmark by installing a package, without forking. Parts are
 imported when a layer first asks for them, by name: a lower layer never imports a
 benchmark's higher parts (the loader of datasets does not import a benchmark's parity
-runner), and nothing here imports any of them at import time.
+runner), and nothing here imports any of them at import time. A part imports what it is
+built with from its layer's kit, never the module whose table loads it (that would be an
+import cycle, which ``scripts/import_graph.py`` finds): :mod:`cvdp_gym.data.benchmark`,
+:mod:`cvdp_gym.parsers.answer_kit`, :mod:`cvdp_gym.harness.flows.flow_kit` (the ``Flow``
+protocol), :mod:`cvdp_gym.parity.benchmarks.sandboxed`, :mod:`cvdp_gym.eval.report_kit`,
+:mod:`cvdp_gym.check.consistency_kit`.
 """
 
 from __future__ import annotations
