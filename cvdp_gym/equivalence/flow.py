@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, Problem
 from cvdp_gym.equivalence.formal import LOGS as FORMAL_LOGS
 from cvdp_gym.equivalence.formal import (
     TIMED_OUT,
@@ -120,7 +120,7 @@ class _Run:
 class ReferenceFlow:
     """Grades an answer by equivalence with the problem's reference design."""
 
-    name = "reference"
+    name = REFERENCE_GRADER
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *,
