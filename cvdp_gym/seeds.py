@@ -9,17 +9,22 @@ Contract:
   otherwise;
 - ``stimulus_seed(problem_id, settings)``: the reference grader's stimulus seed, a hash of
   the problem id, the cycle count and the ``seed`` option: the same answer under the same
-  settings always sees the same stimulus (cacheable), on either simulator, in every mode.
+  settings always sees the same stimulus (cacheable), on either simulator, in every mode;
+- ``reference_mutant_random(seed, *parts)``: the generator of one seeded choice among a
+  reference's mutants (:mod:`cvdp_gym.data.mutants`: which edit, the kinds' order, which
+  problems hang), seeded with the seed and the choice's parts (problem id, kind): the same
+  arguments always make the same mutant, for ``parity``, ``audit`` and ``check``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import secrets
 from typing import Protocol
 
-__all__ = ["StimulusOptions", "draw_seed", "seed_list", "stimulus_seed"]
+__all__ = ["StimulusOptions", "draw_seed", "reference_mutant_random", "seed_list", "stimulus_seed"]
 
 
 class StimulusOptions(Protocol):
@@ -48,3 +53,9 @@ def stimulus_seed(problem_id: str, settings: StimulusOptions) -> int:
     """The stimulus's seed: the same for the same problem, cycle count and ``seed`` option."""
     text = json.dumps([problem_id, settings.cycles, settings.seed])
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def reference_mutant_random(seed: int, *parts: str) -> random.Random:
+    """The generator of one seeded choice among a reference's mutants (``data/mutants.py``):
+    seeded with ``seed`` and ``parts`` (the problem id, the kind...) joined by ``:``."""
+    return random.Random(":".join([str(seed), *parts]))

@@ -16,7 +16,7 @@ A benchmark problem (VerilogEval, RTLLM) runs its reference through the benchmar
 the reference of a labelled defect (``Problem.defect``) may fail without counting as a
 mismatch, and :func:`cvdp_gym.check.consistency.findings` says where a benchmark's files disagree.
 
-A training set's problem (``grader="reference"``: :mod:`cvdp_gym.data.benchmarks.training`)
+A training set's problem (``grader="reference"``: the ``training`` plug-in, :mod:`cvdp_gym.benchmarks.training`)
 runs its reference against itself, which must pass, and one broken copy of it
 (:func:`broken_copy`: an operator swapped or a constant changed, its interface untouched),
 which must be caught (``test_failure``): "the reference is equivalent to itself and a broken

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cvdp_gym.data.benchmarks.training import GRADER as REFERENCE_GRADER
 from cvdp_gym.data.bundle import Candidate
 from cvdp_gym.data.mutants import mutate
-from cvdp_gym.data.problems import Dataset, DatasetError, Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, Dataset, DatasetError, Problem
 from cvdp_gym.harness.results import PASSED, TEST_FAILURE
 from cvdp_gym.jsonl import JsonlError, iter_json
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from cvdp_gym.check.jobs import BROKEN, REFERENCE
 from cvdp_gym.check.outcomes import CheckOutcome
 from cvdp_gym.data.benchmarks import BENCHMARKS
-from cvdp_gym.data.benchmarks.training import GRADER as REFERENCE_GRADER
-from cvdp_gym.data.problems import Dataset, Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, Dataset, Problem
 from cvdp_gym.grading.comprehension import grade_comprehension, grade_reference
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.harness.results import TEST_FAILURE, UNDECIDED

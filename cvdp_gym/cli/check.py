@@ -29,12 +29,10 @@ from cvdp_gym.cli._options import (
     repos_note,
 )
 from cvdp_gym.cli.options import Group, HarnessOptions, ProblemOptions, grouped
+from cvdp_gym.data.problems import REFERENCE_GRADER
 
 if TYPE_CHECKING:
     from cvdp_gym.check import CheckInterrupted
-
-#: The grader of training-set problems (``cvdp_gym.data.benchmarks.training.GRADER``).
-REFERENCE_GRADER = "reference"
 
 #: After Ctrl-C, how long a run whose sandbox is killed may take to clean up before we exit anyway.
 CLEANUP_GRACE_S = 5.0

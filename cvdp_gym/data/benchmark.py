@@ -10,7 +10,12 @@ A benchmark beside CVDP (VerilogEval v1/v2, RTLLM v1.1/v2.0) is one module under
   scripts build it (with their prompt options: ``options``), the test bench and reference
   as the problem's ``harness`` and ``reference``, the grader (a test-bench flow of
   :mod:`cvdp_gym.harness.flows`) and the simulator it requires;
-- which of its problems are known defects of the benchmark (``defects``).
+- which of its problems are known defects of the benchmark (``defects``);
+- what sets a benchmark whose copies are the user's data files apart (the training sets, all
+  in their plug-in ``cvdp_gym/benchmarks/training/``): how a copy is recognised and located
+  (``found_by_first_row``, ``own_copy``, ``fetch_own``), how it loads (``load_problems``:
+  the rows left out too) and whether figures are published for it (``publishes_figures``),
+  so the host calls these and never tests a benchmark's type.
 
 How an answer is extracted (:mod:`cvdp_gym.parsers.benchmark_answers`), run and judged
 (:mod:`cvdp_gym.harness.flows`) and added up (:mod:`cvdp_gym.eval.benchmark_reports`) are
@@ -25,13 +30,13 @@ A dataset spec names a benchmark, optionally a task and prompt options:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
-from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.problems import Problem, Skipped
 from cvdp_gym.errors import DatasetError
 
 __all__ = ["Benchmark", "BenchmarkSpec", "Pin", "agentic_variant", "flag", "parse_spec"]
@@ -92,6 +97,14 @@ class Benchmark:
     #: The top module every answer defines, when the benchmark fixes one (``TopModule``), for
     #: the graders and mutants that compare an answer with the reference by module.
     top_module: ClassVar[str | None] = None
+    #: Whether a copy is the user's data files, recognised by their first row (a training
+    #: set's JSONL, JSON or Parquet rows) rather than by a folder's layout: such benchmarks are
+    #: tried after every other (``find``), and a spec naming one is located from its options
+    #: when loaded (``?path``, ``?hf``: :meth:`load_problems`), not before.
+    found_by_first_row: ClassVar[bool] = False
+    #: Whether published figures may name it (``eval``'s published tables); the training
+    #: sets publish none.
+    publishes_figures: ClassVar[bool] = True
 
     def defect_of(self, task: str, name: str) -> str | None:
         """The known defect of problem ``name`` in ``task`` (``defects`` keyed ``task.name``, or
@@ -142,6 +155,30 @@ class Benchmark:
     def load(self, root: Path, tasks: tuple[str, ...], options: Mapping[str, str]) -> list[Problem]:
         """The problems of ``tasks`` in the copy at ``root``, prompts built with ``options``."""
         raise NotImplementedError
+
+    def load_problems(
+        self, root: Path | None, tasks: tuple[str, ...], options: Mapping[str, str], *,
+        explicit: str | Path | None = None, lenient: bool = False,
+    ) -> tuple[list[Problem], list[Skipped]]:
+        """The problems of ``tasks`` and the rows left out with why (``lenient``: skipped, not
+        fatal), from the copy at ``root`` (None: located from ``explicit`` and ``options``,
+        for a benchmark ``found_by_first_row``). The default: :meth:`load` of ``root``, none
+        left out."""
+        if root is None:
+            raise DatasetError(f"{self.name}: no copy to load problems from")
+        return self.load(root, tasks, options), []
+
+    def own_copy(self, explicit: str | Path | None) -> Path | None:
+        """Where its files are when the benchmark finds them itself (a training set: its one
+        data file, or their folder), or None (the default): the pinned copy, found by
+        :func:`cvdp_gym.data.benchmarks.sources.locate`."""
+        return None
+
+    def fetch_own(self, log: Callable[[str], None]) -> Path | None:
+        """Fetch its files itself (a training set: its default Hugging Face download) and say
+        where they are, or None (the default): the pinned commit is fetched
+        (:func:`cvdp_gym.data.benchmarks.sources.fetch`)."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What ``cvdp-gym benchmarks list`` shows."""

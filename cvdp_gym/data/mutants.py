@@ -3,7 +3,8 @@
 Contract: ``mutate(text, kind, seed=..., key=..., top=..., header=...)`` returns the text with
 one defect of ``kind`` (``KINDS``), or None where the kind does not apply (no ``if`` to
 invert, no reset, no module header to rename...). The same arguments always give the same
-text: every choice is drawn from a ``random.Random`` seeded with ``(seed, key, kind)``.
+text: every choice is drawn from a ``random.Random`` seeded with ``(seed, key, kind)``
+(:func:`cvdp_gym.seeds.reference_mutant_random`).
 Comments and string literals are never edited. ``problem_mutants(problem, count, ...)``
 gives up to ``count`` mutants of a problem's reference (of ``kinds``, default ``KINDS``, in a
 per-problem seeded order, never a text equal to the reference or to an earlier mutant), plus the zero-delay
@@ -22,7 +23,6 @@ instantiates (renamed by ``module-renamed``).
 from __future__ import annotations
 
 import itertools
-import random
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import Problem
 from cvdp_gym.data.verilog_text import closing_paren
 from cvdp_gym.errors import ConfigError
+from cvdp_gym.seeds import reference_mutant_random
 
 __all__ = ["BEHAVIOUR_KINDS", "HANG", "KINDS", "Mutant", "benchmark_mutants", "mutate", "problem_mutants", "reference_answer"]
 
@@ -381,10 +382,6 @@ _MAKERS: dict[str, Callable[[str, list[bool], _Context], list[Edit]]] = {
 }
 
 
-def _rng(seed: int, *parts: str) -> random.Random:
-    return random.Random(":".join([str(seed), *parts]))
-
-
 def mutate(text: str, kind: str, *, seed: int = 0, key: str = "", top: str | None = None, header: str = "") -> str | None:
     """``text`` with one defect of ``kind``, or None where it does not apply (see the module doc)."""
     if kind not in _MAKERS:
@@ -393,7 +390,7 @@ def mutate(text: str, kind: str, *, seed: int = 0, key: str = "", top: str | Non
     edits = _MAKERS[kind](text, _code_mask(text), _Context(top, ports))
     if not edits:
         return None
-    start, end, new = _rng(seed, key, kind).choice(edits)
+    start, end, new = reference_mutant_random(seed, key, kind).choice(edits)
     mutated = text[:start] + new + text[end:]
     return None if mutated == text else mutated
 
@@ -415,7 +412,7 @@ def problem_mutants(
     if not text:
         return []
     kinds = [k for k in kinds if k != HANG]
-    _rng(seed, problem.id, "order").shuffle(kinds)
+    reference_mutant_random(seed, problem.id, "order").shuffle(kinds)
     seen = {text}
     out: list[Mutant] = []
     for kind in [*kinds, *([HANG] if hang else [])]:
@@ -434,5 +431,5 @@ def benchmark_mutants(
     """``count`` mutants per problem, and the zero-delay loop for ``hangs`` problems in all
     (chosen by the seed: each costs the official flow's whole time limit)."""
     chosen = list(problems)
-    hanging = set(sorted((p.id for p in chosen), key=lambda pid: _rng(seed, pid, HANG).random())[:max(0, hangs)])
+    hanging = set(sorted((p.id for p in chosen), key=lambda pid: reference_mutant_random(seed, pid, HANG).random())[:max(0, hangs)])
     return [(p, m) for p in chosen for m in problem_mutants(p, count, seed=seed, hang=p.id in hanging)]

@@ -41,6 +41,10 @@ COMPREHENSION_CATEGORIES = frozenset({"cid006", "cid008", "cid009", "cid010"})
 #: answer (cid006, cid008), or an LLM judge (cid009, cid010).
 SCORING_HARNESS, SCORING_BLEU, SCORING_JUDGE = "harness", "bleu", "judge"
 SCORING_BY_CATEGORY = {"cid006": SCORING_BLEU, "cid008": SCORING_BLEU, "cid009": SCORING_JUDGE, "cid010": SCORING_JUDGE}
+#: The grader that scores an answer by its equivalence with the problem's reference design
+#: (the reference flow, :mod:`cvdp_gym.equivalence.flow`): the training sets' grader, the
+#: verification tasks' designs' and the verdict option's second check; named once, here.
+REFERENCE_GRADER = "reference"
 #: The benchmark of CVDP records, and the simulator toolchain its harnesses need (the
 #: root as the official ``nvidia/cvdp-sim`` image; ``cvdp_gym.toolchain.SIMULATORS``).
 CVDP, CVDP_SIM = "cvdp", "cvdp-sim"

@@ -34,7 +34,7 @@ from typing import Any
 from cvdp_gym.data.benchmark import SPEC_FILE
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.module_interface import ports_interface
-from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, Problem
 from cvdp_gym.errors import ConfigError
 
 __all__ = [
@@ -93,7 +93,7 @@ class DesignUnderTest:
             extra["equivalence"] = dict(self.equivalence)
         return Problem(
             id=self.source_id, categories=(), agentic=False, prompt="", context={}, targets=(self.target,),
-            harness={}, reference={self.target: self.text}, grader="reference", extra=extra,
+            harness={}, reference={self.target: self.text}, grader=REFERENCE_GRADER, extra=extra,
         )
 
     @classmethod

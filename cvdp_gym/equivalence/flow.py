@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from cvdp_gym.data.problems import REFERENCE_GRADER
 from cvdp_gym.equivalence.formal import LOGS as FORMAL_LOGS
 from cvdp_gym.equivalence.formal import (
     TIMED_OUT,
@@ -124,7 +125,7 @@ class _Run:
 class ReferenceFlow:
     """Grades an answer by equivalence with the problem's reference design."""
 
-    name = "reference"
+    name = REFERENCE_GRADER
 
     def run(
         self, sandbox: Sandbox, problem: Problem, files: Mapping[str, str], *,

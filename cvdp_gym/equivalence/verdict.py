@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, Problem
 from cvdp_gym.equivalence.formal import TIMED_OUT, FormalResult
 from cvdp_gym.equivalence.recipes import CODEV_R1, VERITHOUGHTS
 from cvdp_gym.equivalence.settings import Settings
@@ -41,7 +41,6 @@ from cvdp_gym.harness.results import (
     TestCounts,
 )
 
-FLOW = "reference"
 SKIPPED: dict[str, Any] = {"verdict": "skipped"}
 
 
@@ -54,7 +53,7 @@ def stopped(
     details = {"mode": mode, "simulation": dict(SKIPPED), "formal": dict(SKIPPED), "label": label[:500]}
     details.update(official or {})
     service = ServiceResult(
-        name=FLOW, passed=False, failure_class=failure_class, reason=reason, returncode=None,
+        name=REFERENCE_GRADER, passed=False, failure_class=failure_class, reason=reason, returncode=None,
         tests=TestCounts(1, 0, 1), wall_s=wall_s, log_tail=log_tail[-4000:],
     )
     return HarnessResult(
@@ -87,7 +86,7 @@ def judge(
     if simulation is not None and sim_cut:
         official["simulation"]["cut"] = sim_cut[1]
     service = ServiceResult(
-        name=FLOW, passed=passed, failure_class=failure, reason=reason, returncode=None, tests=tests,
+        name=REFERENCE_GRADER, passed=passed, failure_class=failure, reason=reason, returncode=None, tests=tests,
         wall_s=wall_s, log_tail=log_tail[-4000:],
     )
     return HarnessResult(

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
-from cvdp_gym.data.benchmarks.training import TrainingSet
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.plugins import packages
 
@@ -36,7 +35,7 @@ _METRIC = re.compile(r"^pass@[1-9]\d*$")
 def known_tasks() -> dict[str, tuple[str, ...]]:
     """The benchmarks an entry may name (``Problem.benchmark``), with their tasks (the training
     sets publish no figures)."""
-    return {b.name: tuple(b.tasks) or ("",) for b in BENCHMARKS.values() if not isinstance(b, TrainingSet)}
+    return {b.name: tuple(b.tasks) or ("",) for b in BENCHMARKS.values() if b.publishes_figures}
 
 
 @cache

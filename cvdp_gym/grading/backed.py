@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
-from cvdp_gym.data.problems import SCORING_HARNESS, Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, SCORING_HARNESS, Problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import (
     INTERFACE_ERROR,
@@ -75,8 +75,6 @@ BACKED = "testbench+reference"
 VERDICTS = (TESTBENCH, BACKED)
 #: What a reference-grader verdict says about an answer (``equivalence``).
 EQUIVALENT, DIFFERENT = "equivalent", "different"
-#: The grader of training sets: its test bench is the reference (``data.benchmarks.training``).
-REFERENCE_GRADER = "reference"
 #: The reference grader's failure classes that show the answer computes something else: a
 #: mismatch or a counterexample, or ports other than the reference's.
 _DIFFERS = (TEST_FAILURE, INTERFACE_ERROR)

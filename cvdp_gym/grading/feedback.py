@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from cvdp_gym.data.problems import Problem
+from cvdp_gym.data.problems import REFERENCE_GRADER, Problem
 from cvdp_gym.data.verification_tasks import is_task_problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.interface import check_interface
@@ -59,7 +59,6 @@ MAX_FAILED_TESTS = 5
 #: Reference grader: cycles (or formal steps) shown before a difference, and the longest value shown.
 MAX_HISTORY_ROWS = 8
 MAX_VALUE_CHARS = 40
-REFERENCE_FLOW = "reference"
 _WORKSPACE_PREFIX = re.compile(r"(?<![\w/])/code/")
 
 
@@ -70,7 +69,7 @@ def feedback_text(result: GradeResult, problem: Problem, mode: str = DEFAULT_FEE
     level = FEEDBACK_MODES.index(mode)
     if is_task_problem(problem):
         return _bounded("\n".join([_task_verdict(result, problem), _TASK_REQUEST[problem.extra.get("task", "")]]), max_chars)
-    against_reference = problem.flow == REFERENCE_FLOW
+    against_reference = problem.flow == REFERENCE_GRADER
     lines = [_verdict(result, against_reference)]
     if result.failure_class == BUILD_ERROR:
         lines += ["Compiler messages:", *compiler_lines(result)]

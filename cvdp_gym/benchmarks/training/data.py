@@ -1,4 +1,4 @@
-"""The training sets' layouts, each mapped to training items (:mod:`.training`).
+"""The training sets' layouts, each mapped to training items (:mod:`.training_set`).
 
 **The generic layout** (``reference-set``): JSONL, JSON or Parquet rows with ``id``, a
 specification (``spec``, ``prompt`` or ``description``), ``reference`` (code), and
@@ -53,8 +53,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cvdp_gym.data.benchmarks.plain_pickle import looks_pickled, plain_loads
-from cvdp_gym.data.benchmarks.training import (
+from cvdp_gym.benchmarks.training.plain_pickle import looks_pickled, plain_loads
+from cvdp_gym.benchmarks.training.rows import Row
+from cvdp_gym.benchmarks.training.training_set import (
     TrainingItem,
     TrainingSet,
     item_name,
@@ -62,7 +63,6 @@ from cvdp_gym.data.benchmarks.training import (
     plain_data,
     text_field,
 )
-from cvdp_gym.data.benchmarks.training_files import Row
 from cvdp_gym.errors import DatasetError
 from cvdp_gym.jsonl import JsonlError, parse_json
 

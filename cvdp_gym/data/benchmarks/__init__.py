@@ -1,5 +1,5 @@
-"""The benchmarks beside CVDP as datasets: the catalog (:mod:`.catalog`), where a benchmark's
-files come from (:mod:`.sources`) and what the training sets share (:mod:`.training`).
+"""The benchmarks beside CVDP as datasets: the catalog (:mod:`.catalog`) and where a benchmark's
+files come from (:mod:`.sources`).
 
 Each benchmark's own loader lives in its plug-in package (``cvdp_gym/benchmarks/<name>/data.py``,
 :mod:`cvdp_gym.plugins`). :func:`cvdp_gym.data.load_dataset` uses the catalog, so every
@@ -16,17 +16,14 @@ from cvdp_gym.data.benchmarks.catalog import (
     is_benchmark_spec,
     load_benchmark,
     locate,
-    training_sets,
 )
 from cvdp_gym.data.benchmarks.sources import checksum
-from cvdp_gym.data.benchmarks.training import TrainingSet
 
 __all__ = [
     "BENCHMARKS",
     "Benchmark",
     "BenchmarkSpec",
     "Pin",
-    "TrainingSet",
     "benchmark",
     "checksum",
     "detect",
@@ -36,5 +33,4 @@ __all__ = [
     "locate",
     "parse_spec",
     "sources",
-    "training_sets",
 ]

@@ -6,10 +6,11 @@ layout (each benchmark's :meth:`~cvdp_gym.data.benchmark.Benchmark.find`, in the
 order), so a folder or file can be named directly (``cvdp-gym eval path/to/verilog-eval``).
 The benchmarks are the plug-ins' ``data`` parts (:mod:`cvdp_gym.plugins`), read on first use.
 
-Training sets (:class:`.training.TrainingSet`) are benchmarks too, graded against their
-references: a file or folder of one is recognised by its first row (after every other
-benchmark's layout), and ``locate``/``fetch`` send them to their own file finding (the
-user's files, an environment variable, a Hugging Face dataset) instead of a pinned commit.
+Training sets (the ``training`` plug-in) are benchmarks too, graded against their
+references: a file or folder of one is recognised by its first row, after every other
+benchmark's layout (``Benchmark.found_by_first_row``), and ``locate``/``fetch`` let such a
+benchmark find its own files (``Benchmark.own_copy``, ``fetch_own``: the user's files, an
+environment variable, a Hugging Face dataset) instead of a pinned commit.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from pathlib import Path
 
 from cvdp_gym.data.benchmark import Benchmark, parse_spec
 from cvdp_gym.data.benchmarks import sources
-from cvdp_gym.data.benchmarks.training import TrainingSet
-from cvdp_gym.data.benchmarks.training_files import data_files, first_row
-from cvdp_gym.data.problems import Dataset, Problem, Skipped
+from cvdp_gym.data.problems import Dataset, Problem
 from cvdp_gym.errors import DatasetError
 from cvdp_gym.plugins import PluginTable
 
@@ -33,35 +32,27 @@ __all__ = [
     "is_benchmark_spec",
     "load_benchmark",
     "locate",
-    "training_sets",
 ]
 
 #: Every benchmark beside CVDP, by dataset name (the plug-ins' ``data`` parts).
 BENCHMARKS: PluginTable[Benchmark] = PluginTable("data", "BENCHMARKS")
 
 
-def training_sets() -> tuple[TrainingSet, ...]:
-    """The training sets, in the order a file's first row is matched against their layouts."""
-    return tuple(b for b in BENCHMARKS.values() if isinstance(b, TrainingSet))
-
-
 def locate(bench: Benchmark, explicit: str | Path | None = None) -> Path:
-    """Where ``bench``'s files are (:func:`.sources.locate`; a training set: its first data file's
-    folder, or the file itself, as :meth:`.TrainingSet.locate_files` finds them)."""
-    if isinstance(bench, TrainingSet):
-        files = bench.locate_files(explicit, {})
-        return files[0] if len(files) == 1 else files[0].parent
-    return sources.locate(bench, explicit)
+    """Where ``bench``'s files are: where it finds them itself (:meth:`.Benchmark.own_copy`: a
+    training set's data file or their folder), else its pinned copy (:func:`.sources.locate`)."""
+    own = bench.own_copy(explicit)
+    return own if own is not None else sources.locate(bench, explicit)
 
 
 def fetch(
     bench: Benchmark, *, url: str | None = None, force: bool = False, log: Callable[[str], None] = print,
 ) -> Path:
-    """Fetch a benchmark's pinned commit (:func:`.sources.fetch`), or a training set's default
-    files from its Hugging Face dataset (``url`` and ``force`` do not apply to those)."""
-    if isinstance(bench, TrainingSet):
-        return bench.fetch_default(log)
-    return sources.fetch(bench, url=url, force=force, log=log)
+    """Fetch a benchmark's files: itself (:meth:`.Benchmark.fetch_own`: a training set's default
+    files from its Hugging Face dataset; ``url`` and ``force`` do not apply), else its pinned
+    commit (:func:`.sources.fetch`)."""
+    own = bench.fetch_own(log)
+    return own if own is not None else sources.fetch(bench, url=url, force=force, log=log)
 
 
 def benchmark(name: str) -> Benchmark:
@@ -87,28 +78,12 @@ def detect(path: Path) -> tuple[Benchmark, Path, tuple[str, ...]] | None:
     no known layout, or unreadable, raises a one-line ``DatasetError`` (no pyarrow:
     ``MissingDependencyError``).
     """
-    for bench in BENCHMARKS.values():
-        if isinstance(bench, TrainingSet):
-            continue
+    in_order = sorted(BENCHMARKS.values(), key=lambda b: b.found_by_first_row)  # stable: layouts, then rows
+    for bench in in_order:
         found = bench.find(path)
         if found is not None:
             return bench, *found
-    training = _training_set_for(path)
-    return (training, path, ()) if training is not None else None
-
-
-def _training_set_for(path: Path) -> TrainingSet | None:
-    """The training set whose layout the first row of ``path``'s first data file has."""
-    files = data_files(path)
-    if not files:
-        return None
-    record = first_row(files[0])
-    found = next((s for s in training_sets() if s.matches(record)), None)
-    if found is None and files[0].suffix == ".parquet":
-        fields = ", ".join(sorted(map(str, record))) if isinstance(record, dict) else "no rows"
-        layouts = "; ".join(f"{s.name}: {s.layout}" for s in training_sets())
-        raise DatasetError(f"{files[0]}: no training-set layout has these columns ({fields}); known: {layouts}")
-    return found
+    return None
 
 
 def load_benchmark(
@@ -138,17 +113,10 @@ def load_benchmark(
     else:
         parsed = parse_spec(text)
         bench = benchmark(parsed.name)
-        root = None if isinstance(bench, TrainingSet) else locate(bench, benchmark_dir)
+        root = None if bench.found_by_first_row else locate(bench, benchmark_dir)
         tasks, options = parsed.tasks, dict(parsed.options)
     options = bench.options(options)
-    skipped: list[Skipped] = []
-    if isinstance(bench, TrainingSet):
-        bench.check_tasks(tuple(tasks))
-        files = data_files(root) if root is not None else bench.locate_files(benchmark_dir, options)
-        problems, skipped = bench.load_files(files, options, lenient=lenient)
-    else:
-        assert root is not None
-        problems = bench.load(root, tuple(tasks), options)
+    problems, skipped = bench.load_problems(root, tuple(tasks), options, explicit=benchmark_dir, lenient=lenient)
     problems = _filtered(problems, ids, categories, difficulty, text)
     return Dataset(problems=problems, skipped=skipped, source=text)
 

@@ -275,7 +275,7 @@ def test_the_quiet_run_holds_inputs_at_the_level_that_lets_a_design_run(name, le
 
 def test_the_loader_knows_every_setting_and_the_default_bounds():
     """The data layer checks a set's options at load without importing the grader: the two agree."""
-    from cvdp_gym.data.benchmarks import training
+    from cvdp_gym.benchmarks.training import training_set as training
 
     assert set(training.EQUIVALENCE_OPTIONS) == set(Settings().as_dict())
     assert (Settings().depth, Settings().min_depth) == (training._DEFAULT_DEPTH, training._DEFAULT_MIN_DEPTH)

@@ -17,12 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cvdp_gym.benchmarks.training.plain_pickle import plain_loads
+from cvdp_gym.benchmarks.training.training_set import SYSTEM_MESSAGE, top_module, training_sets
 from cvdp_gym.data import load_dataset
-from cvdp_gym.data.benchmarks import BENCHMARKS, detect, fetch, locate, training_sets
-from cvdp_gym.data.benchmarks.plain_pickle import plain_loads
-from cvdp_gym.data.benchmarks.training import SYSTEM_MESSAGE, top_module
+from cvdp_gym.data.benchmarks import BENCHMARKS, detect, fetch, locate
 from cvdp_gym.data.bundle import export_jsonl
+from cvdp_gym.data.problems import REFERENCE_GRADER
 from cvdp_gym.errors import DatasetError, MissingDependencyError
+from cvdp_gym.eval.published import known_tasks
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -381,6 +383,21 @@ def test_locate_and_fetch_send_training_sets_to_their_own_files():
     assert "github.com/hkust-zhiyao/RTL-Coder" in one_line(exc)
     for bench in training_sets():
         assert bench.describe()["grader"] == "reference"
+
+
+def test_the_host_reaches_training_sets_only_through_the_benchmark_methods(tmp_path):
+    """What sets the training sets apart is what their ``Benchmark`` says, not their type: the
+    pinned benchmarks keep the defaults, and ``eval``'s published figures never name a set."""
+    pinned = BENCHMARKS["verilog-eval-v2"]
+    assert (pinned.found_by_first_row, pinned.publishes_figures) == (False, True)
+    assert pinned.own_copy(tmp_path) is None and pinned.fetch_own(print) is None
+    names = {bench.name for bench in training_sets()}
+    assert names == {"codev-r1", "verithoughts", "rtlcoder", "reference-set"}
+    assert all(bench.found_by_first_row and not bench.publishes_figures for bench in training_sets())
+    assert not names & set(known_tasks())
+    problems, skipped = BENCHMARKS["reference-set"].load_problems(None, (), {"path": str(GENERIC)})
+    assert [p.id for p in problems] == [p.id for p in load_dataset(f"reference-set?path={GENERIC}")] and skipped == []
+    assert {p.grader for p in problems} == {REFERENCE_GRADER}
 
 
 def hub_cache(home: Path, repo: str, files: dict[str, bytes]) -> None:

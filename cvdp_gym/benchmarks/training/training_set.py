@@ -26,7 +26,7 @@ a named top the reference does not define, a repeated id) is a one-line ``Datase
 naming the file and row, or with ``lenient`` a ``Skipped`` entry with the reason.
 
 The layouts (the generic one, ``reference-set``, and the published ones) are in
-:mod:`.training_layouts`.
+:mod:`.data`; the rows of their files are read by :mod:`.rows`.
 """
 
 from __future__ import annotations
@@ -39,20 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from cvdp_gym.benchmarks.training.rows import DATA_SUFFIXES, Row, data_files, first_row, iter_rows
 from cvdp_gym.data.benchmark import Benchmark, Pin, agentic_variant, flag
-from cvdp_gym.data.benchmarks.training_files import (
-    DATA_SUFFIXES,
-    Row,
-    data_files,
-    first_row,
-    iter_rows,
-)
-from cvdp_gym.data.problems import Problem, Skipped
+from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
+from cvdp_gym.data.problems import CVDP_SIM, REFERENCE_GRADER, Problem, Skipped
 from cvdp_gym.errors import CvdpGymError, DatasetError
 
 __all__ = [
     "EQUIVALENCE_OPTIONS",
-    "GRADER",
     "SYSTEM_MESSAGE",
     "TrainingItem",
     "TrainingSet",
@@ -63,9 +57,9 @@ __all__ = [
     "plain_data",
     "text_field",
     "top_module",
+    "training_sets",
 ]
 
-GRADER, TOOLCHAIN = "reference", "cvdp-sim"
 SYSTEM_MESSAGE = (
     "You are a Verilog RTL designer. Write the complete design the specification asks for, with exactly the "
     "module name and ports it gives, and answer with the code in one ```verilog block."
@@ -201,12 +195,20 @@ def kind_of(value: Any) -> str:
     return "blank text" if isinstance(value, str) else f"{type(value).__name__} {value!r}"[:60]
 
 
+def training_sets() -> tuple[TrainingSet, ...]:
+    """The training sets among the benchmarks (the built-in ones and a third party's), in the
+    order a file's first row is matched against their layouts."""
+    return tuple(b for b in BENCHMARKS.values() if isinstance(b, TrainingSet))
+
+
 class TrainingSet(Benchmark):
     """A training set's data plug-in: its layout (``matches``, ``item``) and where its files come from."""
 
-    grader = GRADER
-    toolchain = TOOLCHAIN
+    grader = REFERENCE_GRADER
+    toolchain = CVDP_SIM
     tasks = ()
+    found_by_first_row = True
+    publishes_figures = False
     option_defaults: ClassVar[dict[str, str]] = {
         **{key: "" for key in SOURCE_OPTIONS}, "agentic": "0", **{key: "" for key in EQUIVALENCE_OPTIONS},
     }
@@ -250,8 +252,46 @@ class TrainingSet(Benchmark):
         except CvdpGymError:
             return False
 
+    def find(self, path: Path) -> tuple[Path, tuple[str, ...]] | None:
+        """``(path, ())`` when the first row of ``path``'s first data file (``path`` a file or a
+        folder) has this set's layout. A Parquet file is read by nothing else: one that no
+        training set's layout matches, or that cannot be read, is a one-line ``DatasetError``
+        (no pyarrow: ``MissingDependencyError``)."""
+        files = data_files(path)
+        if not files:
+            return None
+        record = first_row(files[0])
+        if self.matches(record):
+            return path, ()
+        sets = training_sets()
+        if files[0].suffix == ".parquet" and not any(s.matches(record) for s in sets):
+            fields = ", ".join(sorted(map(str, record))) if isinstance(record, dict) else "no rows"
+            layouts = "; ".join(f"{s.name}: {s.layout}" for s in sets)
+            raise DatasetError(f"{files[0]}: no training-set layout has these columns ({fields}); known: {layouts}")
+        return None
+
     def files(self, root: Path) -> list[Path]:
         return data_files(root)
+
+    def own_copy(self, explicit: str | Path | None) -> Path:
+        """Its first data file's folder, or the file itself when it is the only one, as
+        :meth:`locate_files` finds them (no options: ``explicit``, else the environment variable)."""
+        files = self.locate_files(explicit, {})
+        return files[0] if len(files) == 1 else files[0].parent
+
+    def fetch_own(self, log: Callable[[str], None]) -> Path:
+        """Its default files from its Hugging Face dataset (:meth:`fetch_default`)."""
+        return self.fetch_default(log)
+
+    def load_problems(
+        self, root: Path | None, tasks: tuple[str, ...], options: Mapping[str, str], *,
+        explicit: str | Path | None = None, lenient: bool = False,
+    ) -> tuple[list[Problem], list[Skipped]]:
+        """The rows of ``root``'s data files, or (None) of the files the options or ``explicit``
+        name (:meth:`locate_files`), as Problems; ``lenient``: bad rows skipped, with why."""
+        self.check_tasks(tasks)
+        files = data_files(root) if root is not None else self.locate_files(explicit, options)
+        return self.load_files(files, options, lenient=lenient)
 
     def how_to_get(self) -> str:
         """The one line that says how to give this set's files."""
@@ -370,5 +410,5 @@ class TrainingSet(Benchmark):
             id=f"{self.name}.{name}", categories=item.categories, agentic=False, prompt=prompt, context={},
             targets=(target,), harness={}, system_message=item.system_message or SYSTEM_MESSAGE,
             reference={target: item.reference}, source=row.location, benchmark=self.name, task="",
-            grader=GRADER, toolchain=TOOLCHAIN, extra=extra,
+            grader=REFERENCE_GRADER, toolchain=CVDP_SIM, extra=extra,
         )
