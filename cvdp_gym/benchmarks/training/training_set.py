@@ -41,7 +41,6 @@ from typing import Any, ClassVar
 
 from cvdp_gym.benchmarks.training.rows import DATA_SUFFIXES, Row, data_files, first_row, iter_rows
 from cvdp_gym.data.benchmark import Benchmark, Pin, agentic_variant, flag
-from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import CVDP_SIM, REFERENCE_GRADER, Problem, Skipped
 from cvdp_gym.errors import CvdpGymError, DatasetError
 
@@ -195,10 +194,15 @@ def kind_of(value: Any) -> str:
     return "blank text" if isinstance(value, str) else f"{type(value).__name__} {value!r}"[:60]
 
 
+#: Every training set made, in the order made: the built-in ones and a third party's are made
+#: when the data catalog reads their plug-ins' ``data`` parts (so no import of the catalog here).
+_MADE: list[TrainingSet] = []
+
+
 def training_sets() -> tuple[TrainingSet, ...]:
-    """The training sets among the benchmarks (the built-in ones and a third party's), in the
-    order a file's first row is matched against their layouts."""
-    return tuple(b for b in BENCHMARKS.values() if isinstance(b, TrainingSet))
+    """The training sets the data catalog has read (the built-in ones and a third party's, the
+    last made of each name), in the order a file's first row is matched against their layouts."""
+    return tuple({s.name: s for s in _MADE}.values())
 
 
 class TrainingSet(Benchmark):
@@ -208,6 +212,9 @@ class TrainingSet(Benchmark):
     toolchain = CVDP_SIM
     tasks = ()
     found_by_first_row = True
+
+    def __init__(self) -> None:
+        _MADE.append(self)
     publishes_figures = False
     option_defaults: ClassVar[dict[str, str]] = {
         **{key: "" for key in SOURCE_OPTIONS}, "agentic": "0", **{key: "" for key in EQUIVALENCE_OPTIONS},
