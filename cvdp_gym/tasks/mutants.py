@@ -27,10 +27,10 @@ import threading
 from dataclasses import dataclass, field
 
 from cvdp_gym.data.mutants import BEHAVIOUR_KINDS, mutate
-from cvdp_gym.data.verification_tasks import DesignUnderTest
 from cvdp_gym.equivalence.flow import ReferenceFlow
 from cvdp_gym.harness.results import PASSED, TEST_FAILURE
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.tasks.design import DesignUnderTest
 
 __all__ = ["POOL_SIZE", "MutantDraw", "TaskMutant", "draw_mutants", "forget_verdicts", "mutant_pool"]
 

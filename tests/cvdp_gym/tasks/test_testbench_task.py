@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from cvdp_gym.data.verification_tasks import BENCH_FILE, TESTBENCH, DesignUnderTest, task_problem
 from cvdp_gym.harness.randomness import problem_randomness
 from cvdp_gym.harness.results import BUILD_ERROR, REACH_IN, TEST_FAILURE
 from cvdp_gym.sandbox.base import Limits
 from cvdp_gym.tasks.bench_rules import bench_findings
 from cvdp_gym.tasks.bench_verdicts import bench_verdict
+from cvdp_gym.tasks.design import DesignUnderTest
 from cvdp_gym.tasks.mutants import draw_mutants, mutant_pool
+from cvdp_gym.tasks.names import BENCH_FILE, TESTBENCH
+from cvdp_gym.tasks.posing import task_problem
 from tests.cvdp_gym.tasks.verification_problems import (
     COUNTER,
     FALSE_ALARM_BENCH,
