@@ -9,17 +9,27 @@ Contract:
   otherwise;
 - ``stimulus_seed(problem_id, settings)``: the reference grader's stimulus seed, a hash of
   the problem id, the cycle count and the ``seed`` option: the same answer under the same
-  settings always sees the same stimulus (cacheable), on either simulator, in every mode.
+  settings always sees the same stimulus (cacheable), on either simulator, in every mode;
+- ``task_mutant_order(pool, seed, key)``: the order a verification task's run draws its seeded
+  bugs in (its pool, itself built with the fixed ``TASK_MUTANT_POOL_SEEDS``): the run's seed
+  and the problem's id, so a pinned ``harness_seed`` scores the same bugs everywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import secrets
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
-__all__ = ["StimulusOptions", "draw_seed", "seed_list", "stimulus_seed"]
+__all__ = ["TASK_MUTANT_POOL_SEEDS", "StimulusOptions", "draw_seed", "seed_list", "stimulus_seed", "task_mutant_order"]
+
+T = TypeVar("T")
+#: The seeds a verification task's pool of candidate bugs is drawn with: fixed, so the pool is
+#: the same on every machine (``cvdp_gym.tasks.mutants.mutant_pool``).
+TASK_MUTANT_POOL_SEEDS = (0, 1, 2)
 
 
 class StimulusOptions(Protocol):
@@ -48,3 +58,10 @@ def stimulus_seed(problem_id: str, settings: StimulusOptions) -> int:
     """The stimulus's seed: the same for the same problem, cycle count and ``seed`` option."""
     text = json.dumps([problem_id, settings.cycles, settings.seed])
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def task_mutant_order(pool: Sequence[T], seed: int, key: str) -> list[T]:
+    """``pool`` in the order a verification task's run with ``seed`` draws it for problem ``key``."""
+    order = list(pool)
+    random.Random(f"{seed}:{key}").shuffle(order)
+    return order
