@@ -103,7 +103,8 @@ class PluginTable(Mapping[str, T], Generic[T]):
     both, so a third party cannot silently replace a built-in benchmark. ``shared`` names the
     project's own packages whose ``part`` module adds entries first, read by name like a
     plug-in's (the ``reference`` flow of :mod:`cvdp_gym.equivalence`, the verification tasks'
-    flows), so a lower layer never imports a higher one to list them."""
+    flows and their posing of a dataset's ``#TASK`` fragment), so a lower layer never imports a
+    higher one to list them."""
 
     def __init__(
         self, part: str, attribute: str, *, key: Callable[[T], str] = lambda x: x.name,  # type: ignore[attr-defined]

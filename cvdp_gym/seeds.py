@@ -14,6 +14,9 @@ Contract:
   reference's mutants (:mod:`cvdp_gym.data.mutants`: which edit, the kinds' order, which
   problems hang), seeded with the seed and the choice's parts (problem id, kind): the same
   arguments always make the same mutant, for ``parity``, ``audit`` and ``check``.
+- ``task_mutant_order(pool, seed, key)``: the order a verification task's run draws its seeded
+  bugs in (its pool, itself built with the fixed ``TASK_MUTANT_POOL_SEEDS``): the run's seed
+  and the problem's id, so a pinned ``harness_seed`` scores the same bugs everywhere.
 """
 
 from __future__ import annotations
@@ -22,9 +25,18 @@ import hashlib
 import json
 import random
 import secrets
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
-__all__ = ["StimulusOptions", "draw_seed", "reference_mutant_random", "seed_list", "stimulus_seed"]
+__all__ = [
+    "TASK_MUTANT_POOL_SEEDS", "StimulusOptions", "draw_seed", "reference_mutant_random", "seed_list", "stimulus_seed",
+    "task_mutant_order",
+]
+
+T = TypeVar("T")
+#: The seeds a verification task's pool of candidate bugs is drawn with: fixed, so the pool is
+#: the same on every machine (``cvdp_gym.tasks.mutants.mutant_pool``).
+TASK_MUTANT_POOL_SEEDS = (0, 1, 2)
 
 
 class StimulusOptions(Protocol):
@@ -59,3 +71,8 @@ def reference_mutant_random(seed: int, *parts: str) -> random.Random:
     """The generator of one seeded choice among a reference's mutants (``data/mutants.py``):
     seeded with ``seed`` and ``parts`` (the problem id, the kind...) joined by ``:``."""
     return random.Random(":".join([str(seed), *parts]))
+def task_mutant_order(pool: Sequence[T], seed: int, key: str) -> list[T]:
+    """``pool`` in the order a verification task's run with ``seed`` draws it for problem ``key``."""
+    order = list(pool)
+    random.Random(f"{seed}:{key}").shuffle(order)
+    return order

@@ -36,12 +36,14 @@ from verification_baselines import bench  # noqa: E402
 
 from cvdp_gym.data import load_dataset  # noqa: E402
 from cvdp_gym.data.problems import Problem  # noqa: E402
-from cvdp_gym.data.verification_tasks import ASSERTION, TESTBENCH, DesignUnderTest, task_problems  # noqa: E402
 from cvdp_gym.equivalence.ports import read_design  # noqa: E402
 from cvdp_gym.harness.results import HarnessResult  # noqa: E402
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions  # noqa: E402
 from cvdp_gym.sandbox import Limits, make_sandbox  # noqa: E402
+from cvdp_gym.tasks.design import DesignUnderTest  # noqa: E402
 from cvdp_gym.tasks.mutants import forget_verdicts  # noqa: E402
+from cvdp_gym.tasks.names import ASSERTION, TESTBENCH  # noqa: E402
+from cvdp_gym.tasks.posing import TaskOptions, pose  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "benchmarks" / "verilog-eval"
 
@@ -83,9 +85,9 @@ def main() -> None:
     source = load_dataset(args.dataset, benchmark_dir=args.benchmark_dir).problems[: args.limit]
     runner = HarnessRunner(make_sandbox("bubblewrap"), RunOptions(limits=Limits(wall_s=300)))
     configurations = [
-        ("testbench, 8 bugs", task_problems(source, TESTBENCH), TESTBENCH),
-        ("testbench, 8 bugs + coverage", task_problems(source, TESTBENCH, coverage=True), TESTBENCH),
-        ("assertion, 4 bugs, depth 12", task_problems(source, ASSERTION), ASSERTION),
+        ("testbench, 8 bugs", pose(source, TaskOptions(TESTBENCH)), TESTBENCH),
+        ("testbench, 8 bugs + coverage", pose(source, TaskOptions(TESTBENCH, coverage=True)), TESTBENCH),
+        ("assertion, 4 bugs, depth 12", pose(source, TaskOptions(ASSERTION)), ASSERTION),
     ]
     table = Table(title=f"verification tasks: seconds per answer ({args.dataset}, {args.jobs} jobs)")
     for column in ("configuration", "answers", "cold s/answer", "warm s/answer", "mean kill rate", "graded"):

@@ -41,10 +41,12 @@ from pyslang import syntax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cvdp_gym.data import load_dataset
-from cvdp_gym.data.verification_tasks import ASSERTION, TESTBENCH, DesignUnderTest, task_problems
 from cvdp_gym.equivalence.ports import Design, read_design
 from cvdp_gym.equivalence.sources import rename_modules
 from cvdp_gym.errors import CvdpGymError
+from cvdp_gym.tasks.design import DesignUnderTest
+from cvdp_gym.tasks.names import ASSERTION, TESTBENCH
+from cvdp_gym.tasks.posing import TaskOptions, pose
 from tests.cvdp_gym.tasks.verification_problems import EVENT_COUNTER_PROPERTIES
 
 KINDS = ("reference-model", "ports-only", "restating")
@@ -208,7 +210,7 @@ def measure_assertions(
     sandbox = make_sandbox("bubblewrap")
     flow = assertion_task.AssertionTaskFlow()
     rows = []
-    problems = task_problems(load_dataset(dataset, benchmark_dir=benchmark_dir).problems, ASSERTION)
+    problems = pose(load_dataset(dataset, benchmark_dir=benchmark_dir).problems, TaskOptions(ASSERTION))
     if internal_only:  # the problems whose restatement reads a name inside the design
         problems = [p for p in problems if _reads_inside(p)]
     problems = problems[:limit]
@@ -280,7 +282,7 @@ def main() -> None:
     if args.out is None:
         parser.error("--out is required")
     task = ASSERTION if args.kind == "restating" else TESTBENCH
-    problems = task_problems(load_dataset(args.dataset, benchmark_dir=args.benchmark_dir).problems, task)
+    problems = pose(load_dataset(args.dataset, benchmark_dir=args.benchmark_dir).problems, TaskOptions(task))
     written, skipped = 0, []
     with open(args.out, "w", encoding="utf-8") as out:
         for problem in problems:

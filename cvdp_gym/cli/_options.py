@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from cvdp_gym.data import Dataset
     from cvdp_gym.execution.executors import GradeExecutor
     from cvdp_gym.harness.runner import HarnessRunner
+    from cvdp_gym.tasks.posing import TaskOptions
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -86,7 +87,7 @@ TaskOpt = Annotated[
     typer.Option(
         help="What to ask of each problem: 'design' (as its benchmark poses it), 'testbench' (a self-checking "
         "test bench, scored by the seeded bugs it catches; 'testbench-cocotb': in cocotb) or 'assertion' (SVA properties, checked with Yosys's "
-        "formal); the tasks take the problems with a reference design.",
+        "formal); the tasks take the problems with a reference design. TASK?coverage=0: without a test bench's coverage (on by default here).",
     ),
 ]
 
@@ -140,14 +141,15 @@ def load_problems(
     dataset: str, ids: list[str] | None, categories: list[str] | None, difficulty: list[str] | None, lenient: bool,
     *, benchmark_dir: Path | None = None, task: str = "design", agentic: bool = False,
 ) -> Dataset:
-    """The selected problems (posed as ``task``); a dataset that cannot be read is a one-line error."""
+    """The selected problems (posed as ``task``: :func:`task_options`); a dataset that cannot be
+    read is a one-line error."""
     from cvdp_gym.data import DatasetError, load_dataset
     from cvdp_gym.data.hub import HubUnavailable
-    from cvdp_gym.data.verification_tasks import DESIGN, TASKS, task_problems
     from cvdp_gym.errors import MissingDependencyError
+    from cvdp_gym.tasks.names import DESIGN
+    from cvdp_gym.tasks.posing import pose
 
-    if task not in TASKS:
-        raise fail(f"unknown --task {task!r}; expected one of {', '.join(TASKS)}")
+    posing = task_options(task, agentic=agentic)
     try:
         data = load_dataset(
             dataset, ids=ids, categories=categories, difficulty=difficulty, lenient=lenient, benchmark_dir=benchmark_dir,
@@ -156,12 +158,25 @@ def load_problems(
         raise fail(str(exc)) from None
     for skipped in data.skipped:
         console.print(f"[yellow]skipped[/] {skipped.id}: {skipped.reason}")
-    if task != DESIGN:
-        posed = task_problems(data.problems, task, agentic=agentic, coverage=True)
+    if posing.task != DESIGN:
+        posed = pose(data.problems, posing)
         if not posed:
-            raise fail(f"no problem of {dataset} has a reference design, so none can be posed as --task {task}")
+            raise fail(f"no problem of {dataset} has a reference design, so none can be posed as --task {posing.task}")
         data = dataclasses.replace(data, problems=posed)
     return data
+
+
+def task_options(task: str, *, agentic: bool = False) -> TaskOptions:
+    """``--task TASK[?agentic=1&coverage=1]`` as the tasks read it: a test bench's coverage on unless
+    it says ``coverage=0``, ``agentic`` as the command plays; a one-line error when unknown."""
+    from cvdp_gym.tasks.names import TASKS
+    from cvdp_gym.tasks.posing import TaskOptions
+
+    try:
+        return TaskOptions.parse(task, agentic=agentic, coverage=True)
+    except ValueError as exc:  # ConfigError, or DatasetError for an option's value
+        name = task.partition("?")[0]
+        raise fail(f"unknown --task {name!r}; expected one of {', '.join(TASKS)}" if name not in TASKS else f"--task {task}: {exc}") from None
 
 
 def progress_bar(label: str) -> Progress:

@@ -4,16 +4,24 @@ point that tells these apart."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.benchmarks import detect, is_benchmark_spec, load_benchmark
 from cvdp_gym.data.bundle import bundled_records
-from cvdp_gym.data.problems import Dataset, DatasetError, load_jsonl, load_records
+from cvdp_gym.data.problems import Dataset, DatasetError, Problem, load_jsonl, load_records
+from cvdp_gym.plugins import PluginTable
 
 #: The spec (and the default) that names the problems this package ships.
 BUNDLED = "bundled"
+#: What a ``#TASK[?options]`` fragment poses a dataset's problems as, by task: the verification
+#: tasks' one posing path (``cvdp_gym.tasks.posing.POSINGS``, a higher layer), read by name on
+#: first use, never imported.
+POSINGS: PluginTable[Callable[[list[Problem], str], list[Problem]]] = PluginTable(
+    "posing", "POSINGS", shared=("cvdp_gym.tasks",)
+)
 
 
 def load_dataset(
@@ -41,25 +49,29 @@ def load_dataset(
 
     A ``#testbench`` or ``#assertion`` fragment on any spec (``"bundled#testbench"``,
     ``"verilog-eval-v2:spec-to-rtl#assertion"``) poses its problems with a reference design as
-    that verification task (:mod:`cvdp_gym.data.verification_tasks`): how the adapters, which
-    name a dataset by a string, reach ``RTL-Testbench-v0``'s and ``RTL-Assertion-v0``'s problems.
+    that verification task, with the options ``task=`` and ``--task`` take
+    (``#testbench?coverage=1&agentic=1``; both off by default): how the adapters, which name a
+    dataset by a string, reach ``RTL-Testbench-v0``'s and ``RTL-Assertion-v0``'s problems
+    (:mod:`cvdp_gym.tasks.posing`).
     """
-    text, _, task = str(spec if spec is not None else BUNDLED).partition("#")
-    if task:
-        from cvdp_gym.data.verification_tasks import DESIGN, TASKS, task_problems
-
-        if task not in TASKS:
-            raise DatasetError(f"unknown task #{task} in {spec!r}; expected one of {', '.join(TASKS)}")
+    text, _, fragment = str(spec if spec is not None else BUNDLED).partition("#")
+    if fragment:
+        task = fragment.partition("?")[0]
+        if task not in POSINGS:
+            raise DatasetError(f"unknown task #{task} in {spec!r}; expected one of {', '.join(POSINGS)}")
         loaded = load_dataset(
             text, benchmark_dir=benchmark_dir, ids=ids, categories=categories, difficulty=difficulty,
             include_unsupported=include_unsupported, lenient=lenient, token=token, cache_dir=cache_dir,
         )
-        if task == DESIGN:
-            return loaded
-        posed = task_problems(loaded.problems, task)
-        if not posed:
+        try:
+            posed = POSINGS[task](loaded.problems, fragment)
+        except ValueError as exc:  # an option the fragment spells wrong
+            raise DatasetError(f"#{fragment} in {spec!r}: {exc}") from None
+        if not posed and loaded.problems:
             raise DatasetError(f"no problem of {text} has a reference design, so none can be posed as #{task}")
-        return Dataset(posed, loaded.skipped, f"{loaded.source}#{task}")
+        if len(posed) == len(loaded.problems) and all(map(operator.is_, posed, loaded.problems)):
+            return loaded  # #design: the problems as their benchmarks pose them, the source as it was
+        return Dataset(posed, loaded.skipped, f"{loaded.source}#{fragment}")
     filters: dict[str, Any] = {
         "ids": ids, "categories": categories, "difficulty": difficulty,
         "include_unsupported": include_unsupported, "lenient": lenient,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvdp_gym.data.verification_tasks import ASSERTION
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.grading.rewards import RewardFn
+from cvdp_gym.tasks.names import ASSERTION
 
 
 class AssertionEnv(SingleShotEnv):
@@ -15,7 +15,7 @@ class AssertionEnv(SingleShotEnv):
 
     Assertion generation: each problem of the dataset that has a reference design is posed as
     "write SystemVerilog assertions that check this design against its specification"
-    (:mod:`cvdp_gym.data.verification_tasks`); the model sees the specification and the
+    (:mod:`cvdp_gym.tasks.posing`); the model sees the specification and the
     design's header (its ports and parameters), never its body. ``step`` extracts the
     properties (``properties.sv``: concurrent ``assert property`` statements and the helper
     declarations they need, placed at the end of the design's top module) and checks them

@@ -11,7 +11,6 @@ import gymnasium as gym
 from cvdp_gym.data import Dataset, Problem, load_dataset
 from cvdp_gym.data.problems import SCORING_HARNESS
 from cvdp_gym.data.repos import RepoStore
-from cvdp_gym.data.verification_tasks import DESIGN, task_problems
 from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.errors import ArgumentTypeError, ConfigError, UnknownProblemError
 from cvdp_gym.execution.cache import GradeCache
@@ -23,6 +22,8 @@ from cvdp_gym.grading.quality import QualitySettings, QualityStage
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.harness.runner import HarnessRunner, RunOptions
 from cvdp_gym.sandbox import Limits, Sandbox, make_sandbox
+from cvdp_gym.tasks.names import DESIGN
+from cvdp_gym.tasks.posing import TaskOptions, pose
 
 #: Longest prompt an observation may hold (context files included), in characters.
 MAX_OBSERVATION_CHARS = 2_000_000
@@ -110,7 +111,7 @@ class CVDPEnvBase(gym.Env[str, str]):
 
     | Parameter | Type | Default | Description |
     |-----------|------|---------|-------------|
-    | `dataset` | **str, Path, Dataset or None** | `None` | `None` or `'bundled'`: the problems this package ships; a JSONL path (or a folder of them); `'hf[:PATTERN[@REVISION]]'`: the CVDP files on the Hugging Face hub; a benchmark (`'verilog-eval-v2:spec-to-rtl'`, `'verilog-eval-v1'`, `'rtllm-v2'`, ...; or the path of a copy of one); or a loaded `Dataset` (then the three filters below are not applied). A `#testbench` or `#assertion` fragment poses a dataset's problems as that verification task, as `task` does. |
+    | `dataset` | **str, Path, Dataset or None** | `None` | `None` or `'bundled'`: the problems this package ships; a JSONL path (or a folder of them); `'hf[:PATTERN[@REVISION]]'`: the CVDP files on the Hugging Face hub; a benchmark (`'verilog-eval-v2:spec-to-rtl'`, `'verilog-eval-v1'`, `'rtllm-v2'`, ...; or the path of a copy of one); or a loaded `Dataset` (then the three filters below are not applied). A `#testbench` or `#assertion` fragment (`#testbench?coverage=1`) poses a dataset's problems as that verification task, as `task` does. |
     | `benchmark_dir` | **str, Path or None** | `None` | A copy of the benchmark `dataset` names; `None`: its environment variable (`CVDP_GYM_VERILOG_EVAL`, ...), then the copy `cvdp-gym benchmarks fetch` made. |
     | `ids` | **Iterable[str] or None** | `None` | Keep only these problem ids. |
     | `categories` | **Iterable[str] or None** | `None` | Keep only these categories (`cid002`, ...). |
@@ -131,7 +132,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `harness_seed` | **int or None** | `None` | The seed of the harnesses' Python randomness and cocotb's (`RANDOM_SEED`): a harness that draws its parameters or stimulus at random then draws the same values every time, so its verdicts are reproducible and cached per seed; `None`: a fresh seed per run, as the official runner, and such verdicts are not cached. The seed of the last grade is `env.unwrapped.last_grade.seed`. |
     | `verdict` | **str** | `'testbench'` | `'testbench'`: the problem's own test bench decides. `'testbench+reference'`: an answer passes only when its test bench passes **and** the reference-equivalence grader finds it equivalent to the problem's reference design (run only after the test bench passed; :mod:`cvdp_gym.grading.backed`); otherwise `failure_class` is `not_equivalent`, or `undecided` / `no_reference` (never a pass, `excluded`). `official` stays the benchmark's own reading. A dataset none of whose problems has a reference is a `ConfigError`. |
     | `quality` | **QualitySettings, dict, str or None** | `None` | Measure every passing answer's design quality against the problem's reference (:mod:`cvdp_gym.grading.quality`): `'asic'` (Yosys + ABC to a liberty, OpenSTA), `'fpga'` (Yosys + nextpnr-ice40), or settings (`flow`, `liberty`, `clock_ns`, `device`, `package`); the outcome is `info["quality"]`. `reward='quality'` turns it on with the defaults (ASIC, Nangate45, 10 ns). |
-    | `task` | **str** | `'design'` | `'design'`: the problems as their benchmarks pose them. `'testbench'` (`'testbench-cocotb'`: in cocotb) or `'assertion'`: each problem with a reference design asked for a self-checking test bench or for SVA properties instead, graded by the seeded bugs they catch (:mod:`cvdp_gym.data.verification_tasks`; use `reward='kills'`); what `RTL-Testbench-v0` and `RTL-Assertion-v0` set. |
+    | `task` | **str** | `'design'` | `'design'`: the problems as their benchmarks pose them. `'testbench'` (`'testbench-cocotb'`: in cocotb) or `'assertion'`: each problem with a reference design asked for a self-checking test bench or for SVA properties instead, graded by the seeded bugs they catch (:mod:`cvdp_gym.tasks.posing`; use `reward='kills'`); what `RTL-Testbench-v0` and `RTL-Assertion-v0` set. `'testbench?coverage=1'` also measures a bench's coverage of the reference (the options a `#testbench` fragment and `--task` take). |
     | `render_mode` | **str or None** | `None` | `'ansi'`: `render()` returns the latest observation text (see each environment). |
 
     ## Info
@@ -205,14 +206,15 @@ class CVDPEnvBase(gym.Env[str, str]):
             problems = load_dataset(
                 dataset, ids=ids, categories=categories, difficulty=difficulty, benchmark_dir=benchmark_dir
             ).problems
-        if task != DESIGN:  # the same designs, asked for a test bench or assertions (those with a reference)
-            problems = task_problems(problems, task, agentic=self.agentic)
+        posing = TaskOptions.parse(task, agentic=self.agentic)
+        # the same designs, asked for a test bench or assertions (those with a reference)
+        problems = pose(problems, posing)
         self.problems: list[Problem] = [
             p for p in problems if p.agentic == self.agentic and (self.text_answers or p.scoring == SCORING_HARNESS)
         ]
         if not self.problems:
-            kind = ("agentic" if self.agentic else "non-agentic") + ("" if task == DESIGN else f" {task}")
-            why = "" if task == DESIGN else " (a verification task needs problems with a reference design)"
+            kind = ("agentic" if self.agentic else "non-agentic") + ("" if posing.task == DESIGN else f" {posing.task}")
+            why = "" if posing.task == DESIGN else " (a verification task needs problems with a reference design)"
             raise ConfigError(f"no {kind} problems in {dataset or 'the bundled set'} with these filters{why}")
         self._by_id = {p.id: p for p in self.problems}
         self.grader = grader or make_grader(

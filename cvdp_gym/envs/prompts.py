@@ -14,7 +14,7 @@ import json
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.data.problems import CVDP, SCORING_HARNESS, Problem
-from cvdp_gym.data.verification_tasks import is_task_problem
+from cvdp_gym.tasks.posing import is_task_problem
 
 FOLDERS = """You are a helpful assistance.
 Consider that you have a folder structure like the following:

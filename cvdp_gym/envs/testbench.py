@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cvdp_gym.data.verification_tasks import TESTBENCH
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.grading.rewards import RewardFn
+from cvdp_gym.tasks.names import TESTBENCH
 
 
 class TestbenchEnv(SingleShotEnv):
@@ -16,7 +16,7 @@ class TestbenchEnv(SingleShotEnv):
     Verification as a task: each problem of the dataset that has a reference design
     (VerilogEval, RTLLM, ChipBench, CVDP problems with a reference, the training sets) is
     posed as "write a self-checking test bench for the design this specification
-    describes" (:mod:`cvdp_gym.data.verification_tasks`). The model sees the specification and
+    describes" (:mod:`cvdp_gym.tasks.posing`). The model sees the specification and
     the design's module header, never the design. ``step`` extracts ``tb.sv`` (module ``tb``)
     and grades it (:mod:`cvdp_gym.tasks.testbench_flow`): it must compile with the
     reference and pass on it (a false alarm earns nothing), and it earns the fraction of
@@ -26,7 +26,7 @@ class TestbenchEnv(SingleShotEnv):
     reaches into the design by hierarchical names, opens files or defines the design itself
     is ``reach_in`` and earns nothing. Coverage of the reference (Verilator line and toggle)
     is reported, never rewarded, for problems posed with ``coverage=True``
-    (``task_problems(..., coverage=True)``, as ``cvdp-gym eval --task testbench`` poses them;
+    (``task="testbench?coverage=1"``, as ``cvdp-gym eval --task testbench`` poses them;
     about 4.5 s an answer).
 
     ``task="testbench-cocotb"`` asks for a cocotb bench instead (``test_tb.py``: ``@cocotb.test()``

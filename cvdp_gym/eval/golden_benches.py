@@ -18,10 +18,10 @@ import asyncio
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.data.verification_tasks import DesignUnderTest
 from cvdp_gym.grading.result import STAGES, GradeResult, Stage
 from cvdp_gym.harness.results import TEST_FAILURE, UNSUPPORTED, TestCounts
 from cvdp_gym.harness.runner import HarnessRunner
+from cvdp_gym.tasks.design import DesignUnderTest
 from cvdp_gym.tasks.mutants import draw_mutants
 from cvdp_gym.tasks.testbench_flow import DEFAULTS
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from rich.console import Console
 
-from cvdp_gym.data.verification_tasks import ASSERTION, BENCH_TASKS
 from cvdp_gym.eval.intervals import bootstrap_mean
 from cvdp_gym.eval.tables import markdown_table, print_table
+from cvdp_gym.tasks.names import ASSERTION, BENCH_TASKS
 
 __all__ = ["is_task_row", "markdown_lines", "print_section", "summary_columns", "summary_rows", "verification_section"]
 

@@ -22,7 +22,7 @@ only the formal stage found a difference, the counterexample's inputs step by st
 is what the specification already implies, never the reference's code (only port names and
 values are shown). ``tests`` adds the mismatch count of each output.
 
-A verification task's answer (a test bench, assertions: :mod:`cvdp_gym.data.verification_tasks`)
+A verification task's answer (a test bench, assertions: :mod:`cvdp_gym.tasks.posing`)
 is told its flow's one-line verdict in every mode: a false alarm on the reference with the line
 that raised it, how many of the seeded bugs it caught (never which, nor their code), a build
 error with the tool's message, or what a bench may not do.
@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 
 from cvdp_gym.data.problems import REFERENCE_GRADER, Problem
-from cvdp_gym.data.verification_tasks import is_task_problem
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.interface import check_interface
 from cvdp_gym.grading.result import FORMAT_ERROR, INTERFACE_ERROR, NOT_EQUIVALENT, GradeResult
@@ -49,6 +48,7 @@ from cvdp_gym.harness.results import (
     UNSUPPORTED,
     compile_errors,
 )
+from cvdp_gym.tasks.posing import is_task_problem
 
 FEEDBACK_MODES = ("compile", "interface", "tests")
 DEFAULT_FEEDBACK = "interface"

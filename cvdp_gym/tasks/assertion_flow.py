@@ -1,7 +1,7 @@
 """The assertion task's flow: a model's SVA properties checked by Yosys on the reference and on seeded bugs.
 
 Contract: ``AssertionTaskFlow().run(sandbox, problem, files, limits=, seed=)`` (a problem posed
-by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``assertion``) returns a
+by :func:`cvdp_gym.tasks.posing.task_problem` as ``assertion``) returns a
 ``HarnessResult`` and never raises on what the answer holds:
 
 0. the properties may read only the design's ports and what they declare themselves
@@ -37,7 +37,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cvdp_gym.data.verification_tasks import ASSERTION_FLOW, PROPERTIES_FILE, DesignUnderTest
 from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
 from cvdp_gym.harness.flows.flow_kit import (
@@ -55,7 +54,9 @@ from cvdp_gym.harness.flows.flow_kit import (
 from cvdp_gym.seeds import draw_seed
 from cvdp_gym.tasks.assertions import PropertyReport, check_properties
 from cvdp_gym.tasks.assertions.ports_only import outside_names
+from cvdp_gym.tasks.design import DesignUnderTest
 from cvdp_gym.tasks.mutants import draw_mutants
+from cvdp_gym.tasks.names import ASSERTION_FLOW, PROPERTIES_FILE
 
 __all__ = ["AssertionTaskFlow"]
 

@@ -50,11 +50,11 @@ import shlex
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path, PurePosixPath
 
-from cvdp_gym.data.verification_tasks import COCOTB_FILE, DESIGN_FILE
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.tasks.bench_verdicts import KILLED_RC, DesignRun
 from cvdp_gym.tasks.cocotb_bench_rules import ALLOWED_MODULES
+from cvdp_gym.tasks.names import COCOTB_FILE, DESIGN_FILE
 from cvdp_gym.tasks.verilog_bench import reference_verdict, run_order
 
 __all__ = ["run_cocotb_designs"]

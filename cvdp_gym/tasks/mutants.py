@@ -9,7 +9,7 @@ not decide is never counted against an answer.
 
 Where they come from: a per-problem **pool** of up to ``POOL_SIZE`` candidates, the
 behaviour-changing kinds of :mod:`cvdp_gym.data.mutants` (operators, constants, conditions,
-resets, widths, case items, state transitions) drawn with a few fixed seeds, so it is the
+resets, widths, case items, state transitions) drawn with a few fixed seeds (:mod:`cvdp_gym.seeds`), so it is the
 same on every machine; each run draws its ``count`` from the pool with the run's ``seed``
 (a fresh one per run unless the grader pins ``harness_seed``), so which bugs are scored changes
 from run to run and never appears in a prompt, while the equivalence verdicts, the expensive
@@ -22,21 +22,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import threading
 from dataclasses import dataclass, field
 
 from cvdp_gym.data.mutants import BEHAVIOUR_KINDS, mutate
-from cvdp_gym.data.verification_tasks import DesignUnderTest
 from cvdp_gym.equivalence.flow import ReferenceFlow
 from cvdp_gym.harness.results import PASSED, TEST_FAILURE
 from cvdp_gym.sandbox.base import Limits, Sandbox
+from cvdp_gym.seeds import TASK_MUTANT_POOL_SEEDS, task_mutant_order
+from cvdp_gym.tasks.design import DesignUnderTest
 
 __all__ = ["POOL_SIZE", "MutantDraw", "TaskMutant", "draw_mutants", "forget_verdicts", "mutant_pool"]
 
-#: Candidates per problem: every behaviour kind, drawn with ``_POOL_SEEDS``, at most this many.
+#: Candidates per problem: every behaviour kind, drawn with ``cvdp_gym.seeds.TASK_MUTANT_POOL_SEEDS``, at most this many.
 POOL_SIZE = 16
-_POOL_SEEDS = (0, 1, 2)
 DIFFERENT, EQUIVALENT, UNDECIDED = "different", "equivalent", "undecided"
 _VERDICTS: dict[str, tuple[str, str]] = {}
 _LOCK = threading.Lock()
@@ -76,7 +75,7 @@ def mutant_pool(design: DesignUnderTest) -> list[TaskMutant]:
     """The design's candidate bugs, in a fixed order (the same on every machine)."""
     seen = {design.text}
     pool: list[TaskMutant] = []
-    for seed in _POOL_SEEDS:
+    for seed in TASK_MUTANT_POOL_SEEDS:
         for kind in BEHAVIOUR_KINDS:
             text = mutate(design.text, kind, seed=seed, key=design.source_id, top=design.top)
             if text is not None and text not in seen:
@@ -105,10 +104,9 @@ def draw_mutants(
     pool = mutant_pool(design)
     if not pool:
         return MutantDraw(why="no mutant of the reference applies (no operator, constant or condition to change)")
-    random.Random(f"{seed}:{design.source_id}").shuffle(pool)
     draw = MutantDraw()
     undecided_why = ""
-    for mutant in pool:
+    for mutant in task_mutant_order(pool, seed, design.source_id):
         if len(draw.mutants) >= count:
             break
         verdict, why = equivalence_verdict(design, mutant, sandbox, limits)

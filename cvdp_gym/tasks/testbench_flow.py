@@ -1,7 +1,7 @@
 """The test-bench task's flow: a model's test bench run on the reference and on seeded bugs.
 
 Contract: ``TestbenchTaskFlow().run(sandbox, problem, files, limits=, seed=)`` (a problem posed
-by :func:`cvdp_gym.data.verification_tasks.task_problem` as ``testbench`` or
+by :func:`cvdp_gym.tasks.posing.task_problem` as ``testbench`` or
 ``testbench-cocotb``) returns a ``HarnessResult`` and never raises on what the answer holds:
 
 1. the bench is read for what it may not do: a Verilog bench by the answer gate
@@ -34,7 +34,7 @@ change at a port) is not scored. ``official`` holds the kill rate, each mutant's
 kind, never its text), the draw, and for a Verilog bench the coverage of the reference it
 reaches (Verilator line and toggle: :mod:`cvdp_gym.tasks.coverage`). Settings
 (``extra["testbench"]``): ``mutants`` (8), ``sim_s`` (20), ``coverage`` (false: a Verilator
-build, about 4.5 s an answer; ``task_problems(..., coverage=True)`` and ``eval --task
+build, about 4.5 s an answer; ``TaskOptions(coverage=True)`` and ``eval --task
 testbench`` turn it on).
 """
 
@@ -46,14 +46,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cvdp_gym.data.verification_tasks import (
-    BENCH_FILE,
-    BENCH_TOP,
-    DESIGN_FILE,
-    TESTBENCH_COCOTB,
-    TESTBENCH_FLOW,
-    DesignUnderTest,
-)
 from cvdp_gym.equivalence.ports import read_design
 from cvdp_gym.errors import HarnessError
 from cvdp_gym.gate import FULL
@@ -74,7 +66,15 @@ from cvdp_gym.tasks.bench_rules import bench_findings
 from cvdp_gym.tasks.cocotb_bench import run_cocotb_designs
 from cvdp_gym.tasks.cocotb_bench_rules import cocotb_bench_findings
 from cvdp_gym.tasks.coverage import measure_coverage
+from cvdp_gym.tasks.design import DesignUnderTest
 from cvdp_gym.tasks.mutants import draw_mutants
+from cvdp_gym.tasks.names import (
+    BENCH_FILE,
+    BENCH_TOP,
+    DESIGN_FILE,
+    TESTBENCH_COCOTB,
+    TESTBENCH_FLOW,
+)
 from cvdp_gym.tasks.verilog_bench import run_verilog_designs
 
 __all__ = ["TestbenchTaskFlow"]

@@ -41,10 +41,10 @@ import random
 import secrets
 from pathlib import Path
 
-from cvdp_gym.data.verification_tasks import BENCH_FILE, DESIGN_FILE
 from cvdp_gym.harness.testbench import run_script
 from cvdp_gym.sandbox.base import Limits, Sandbox
 from cvdp_gym.tasks.bench_verdicts import DesignRun, bench_verdict
+from cvdp_gym.tasks.names import BENCH_FILE, DESIGN_FILE
 
 __all__ = ["reference_verdict", "run_order", "run_verilog_designs"]
 

@@ -47,12 +47,12 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     """Score answers (a responses file, or a model behind an OpenAI-compatible endpoint: single answers, --agentic or --refine episodes) and report pass@k."""
     import time
 
-    from cvdp_gym.data.verification_tasks import BENCH_TASKS, DESIGN
     from cvdp_gym.errors import ConfigError
     from cvdp_gym.eval import Evaluator
     from cvdp_gym.eval.agentic import AgenticEvaluator
     from cvdp_gym.grading import make_reward
     from cvdp_gym.grading.comprehension import NLTK_HINT, nltk_available
+    from cvdp_gym.tasks.names import BENCH_TASKS, DESIGN
 
     try:
         options.validate()
@@ -75,7 +75,7 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
         harness.timeout, options.cache, harness.sandbox, harness.toolchain, harness.executor, jobs, harness.repos,
         judge=judge, route=judging.parse_route, seed=seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.chosen_reward)
     try:  # everything from here on closes the executor and the judge, however it ends
-        if options.references and options.problems.task in BENCH_TASKS:
+        if options.references and options.problems.posing.task in BENCH_TASKS:
             sources = {p.id: p for p in dataclasses.replace(options.problems, task=DESIGN).load(dataset)}
             keys, start, notes = reference_plan(data.problems, sources, seed or 0)
             meta["source"] = "the benchmarks' own test benches (golden)"
@@ -111,16 +111,18 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
 def _task_seed(options: EvalOptions, problems: list, meta: dict) -> tuple[int | None, list[str]]:
     """The harness seed: a verification task draws its seeded bugs with it, so every answer (and
     the golden row) is scored on the same ones: ``--seed``, else 0."""
-    from cvdp_gym.data.verification_tasks import ASSERTION, DESIGN
+    from cvdp_gym.tasks.names import ASSERTION, DESIGN
+
     seed = options.harness.seed
-    if options.problems.task == DESIGN:
+    task = options.problems.posing.task
+    if task == DESIGN:
         return seed, []
-    meta["task"] = options.problems.task
-    if options.problems.task == ASSERTION and options.references:
+    meta["task"] = task
+    if task == ASSERTION and options.references:
         raise fail("--references with --task assertion: the benchmarks have no golden assertions to score")
     if seed is not None:
         return seed, []
-    return 0, [f"--task {options.problems.task}: every answer is scored on the bugs drawn with seed 0 (--seed draws others)"]
+    return 0, [f"--task {task}: every answer is scored on the bugs drawn with seed 0 (--seed draws others)"]
 
 
 def _quality_stage(options: EvalOptions, grader: Grader, out: Path, meta: dict) -> QualityStage | None:

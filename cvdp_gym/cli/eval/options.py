@@ -95,7 +95,7 @@ class EvalOptions:
     @property
     def chosen_reward(self) -> str:
         """``--reward``, else ``kills`` for a verification task and ``shaped`` for the rest."""
-        return self.reward or ("shaped" if self.problems.task == "design" else "kills")
+        return self.reward or ("shaped" if self.problems.posing.task == "design" else "kills")
 
     @property
     def plays_episodes(self) -> bool:

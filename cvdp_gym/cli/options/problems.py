@@ -14,10 +14,12 @@ from cvdp_gym.cli._options import (
     LenientOpt,
     TaskOpt,
     load_problems,
+    task_options,
 )
 
 if TYPE_CHECKING:
     from cvdp_gym.data import Dataset
+    from cvdp_gym.tasks.posing import TaskOptions
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,11 @@ class ProblemOptions:
     difficulty: DifficultyOpt = None
     lenient: LenientOpt = False
     task: TaskOpt = "design"
+
+    @property
+    def posing(self) -> TaskOptions:
+        """``--task`` as the tasks read it (:func:`~cvdp_gym.cli._options.task_options`)."""
+        return task_options(self.task)
 
     def load(self, dataset: str, *, agentic: bool = False) -> Dataset:
         """The selected problems of ``dataset``; one that cannot be read is a one-line error.

@@ -262,7 +262,8 @@ def test_the_service_grades_a_verification_task(runner, tmp_path):
     """``serve --task testbench --default-reward kills``: a bench is graded by the bugs it catches,
     the same as in process, each seeded draw named by the request's ``seed``."""
     from cvdp_gym.data import Dataset
-    from cvdp_gym.data.verification_tasks import TESTBENCH, task_problems
+    from cvdp_gym.tasks.names import TESTBENCH
+    from cvdp_gym.tasks.posing import TaskOptions, pose
     from tests.cvdp_gym.tasks.verification_problems import (
         THOROUGH_BENCH,
         WEAK_BENCH,
@@ -270,7 +271,7 @@ def test_the_service_grades_a_verification_task(runner, tmp_path):
         fenced,
     )
 
-    data = Dataset(task_problems([counter_problem()], TESTBENCH))
+    data = Dataset(pose([counter_problem()], TaskOptions(TESTBENCH)))
     server = Served(ServiceConfig(Grader(runner, cache=GradeCache(tmp_path / "grades.sqlite")), data, workers=1, reward="kills"))
     try:
         graded = {

@@ -310,7 +310,8 @@ assert property (@(posedge clk) disable iff (rst) ##2 q == $past(chk_d1));
 def pipe_problem():
     import dataclasses
 
-    from cvdp_gym.data.verification_tasks import ASSERTION, task_problem
+    from cvdp_gym.tasks.names import ASSERTION
+    from cvdp_gym.tasks.posing import task_problem
     from tests.cvdp_gym.tasks.verification_problems import counter_problem
 
     spec = "`pipe`: q is d delayed by two rising edges of clk; a synchronous active-high reset rst clears both stages."

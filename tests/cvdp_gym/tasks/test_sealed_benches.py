@@ -16,18 +16,13 @@ from __future__ import annotations
 
 import pytest
 
-from cvdp_gym.data.verification_tasks import (
-    BENCH_FILE,
-    COCOTB_FILE,
-    TESTBENCH,
-    TESTBENCH_COCOTB,
-    task_problem,
-)
 from cvdp_gym.harness.results import REACH_IN
 from cvdp_gym.sandbox.base import Limits
 from cvdp_gym.tasks.bench_verdicts import DesignRun
 from cvdp_gym.tasks.cocotb_bench import run_cocotb_designs
 from cvdp_gym.tasks.cocotb_bench_rules import cocotb_bench_findings
+from cvdp_gym.tasks.names import BENCH_FILE, COCOTB_FILE, TESTBENCH, TESTBENCH_COCOTB
+from cvdp_gym.tasks.posing import task_problem
 from cvdp_gym.tasks.verilog_bench import reference_verdict, run_order, run_verilog_designs
 from tests.cvdp_gym.tasks.test_cocotb_bench import THOROUGH as COCOTB_THOROUGH
 from tests.cvdp_gym.tasks.verification_problems import COUNTER, THOROUGH_BENCH, counter_problem

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from cvdp_gym.data.verification_tasks import BENCH_FILE, TESTBENCH, DesignUnderTest, task_problem
 from cvdp_gym.harness.randomness import problem_randomness
 from cvdp_gym.harness.results import BUILD_ERROR, REACH_IN, TEST_FAILURE
 from cvdp_gym.sandbox.base import Limits
+from cvdp_gym.seeds import task_mutant_order
 from cvdp_gym.tasks.bench_rules import bench_findings
 from cvdp_gym.tasks.bench_verdicts import bench_verdict
+from cvdp_gym.tasks.design import DesignUnderTest
 from cvdp_gym.tasks.mutants import draw_mutants, mutant_pool
+from cvdp_gym.tasks.names import BENCH_FILE, TESTBENCH
+from cvdp_gym.tasks.posing import task_problem
 from tests.cvdp_gym.tasks.verification_problems import (
     COUNTER,
     FALSE_ALARM_BENCH,
@@ -110,6 +113,15 @@ def test_the_draw_follows_the_seed_and_skips_no_real_bug(runner, task):
     assert [m.text for m in first.mutants] != [m.text for m in other.mutants]
     assert all(m.text != COUNTER for m in first.mutants) and len(first.mutants) == 4
     assert "_cvdp_mutant" not in "".join(m.text for m in first.mutants)  # nothing names a mutant
+
+
+def test_the_draw_order_is_the_runs_seed_and_the_problem_pinned():
+    """``cvdp_gym.seeds`` derives the order a run draws its bugs in: pinned here, so a
+    ``harness_seed`` keeps scoring the same bugs (and the published figures stand)."""
+    pool = list("abcdefgh")
+    assert task_mutant_order(pool, 1, "made-up.counter") == list("abhfdceg")
+    assert task_mutant_order(pool, 2, "made-up.counter") == list("gbceahdf")
+    assert pool == list("abcdefgh")  # the pool itself is left as it was
 
 
 def test_an_equivalent_rewrite_is_never_scored(runner):

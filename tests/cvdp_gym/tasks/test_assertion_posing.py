@@ -12,7 +12,9 @@ import dataclasses
 import pytest
 
 from cvdp_gym.data import load_dataset
-from cvdp_gym.data.verification_tasks import ASSERTION, DesignUnderTest, task_problem
+from cvdp_gym.tasks.design import DesignUnderTest
+from cvdp_gym.tasks.names import ASSERTION
+from cvdp_gym.tasks.posing import task_problem
 from tests.cvdp_gym.tasks.verification_problems import COUNTER, counter_problem
 
 
