@@ -2,7 +2,7 @@
 
 Contract: :func:`benchmark_reports` takes results rows (:func:`cvdp_gym.eval.run.result_row`) and
 returns report.json's ``benchmark_reports``: one section per benchmark and task other than CVDP
-(CVDP's is :mod:`cvdp_gym.eval.official`), keyed ``"<benchmark>:<task>"`` (``"<benchmark>"`` for
+(CVDP's is its official table, ``OFFICIAL_TABLES``: :mod:`cvdp_gym.benchmarks.cvdp.report`), keyed ``"<benchmark>:<task>"`` (``"<benchmark>"`` for
 RTLLM). A section's ``figures`` each have one cell per reading (``columns``); a cell is
 ``{"value": percentage or None, "of": the denominator, "ci95": [low, high] or None}``, in percent
 (0–100) as the benchmarks print them and as papers publish them. The two readings:
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
@@ -47,7 +48,7 @@ from cvdp_gym.eval.published import published
 from cvdp_gym.harness.results import REACH_IN
 from cvdp_gym.plugins import PluginTable
 
-__all__ = ["REPORTS", "SectionBuilder", "benchmark_reports"]
+__all__ = ["OFFICIAL_TABLES", "REPORTS", "OfficialTable", "SectionBuilder", "benchmark_reports"]
 
 Row = dict[str, Any]
 Reading = Callable[[Row], bool]
@@ -56,6 +57,25 @@ Reading = Callable[[Row], bool]
 SectionBuilder = Callable[[dict[str, Any], list[list[Row]], list[list[Row]], dict[str, Any]], None]
 #: Each benchmark's own arithmetic, by benchmark name (the plug-ins' ``report`` parts).
 REPORTS: PluginTable[SectionBuilder] = PluginTable("report", "REPORTS")
+
+
+@dataclass(frozen=True)
+class OfficialTable:
+    """A benchmark's official report table over its rows, beside ours (report.json's
+    ``official_report``): CVDP's, as its official reporter computes it."""
+
+    #: The benchmark whose rows it reads (``Problem.benchmark``).
+    name: str
+    #: The section from the rows at each k: ``(rows, ks) -> section``.
+    report: Callable[[list[Row], list[int]], dict[str, Any]]
+    #: The section's column names, and its formatted cells (one row per group).
+    columns: Callable[[dict[str, Any]], list[str]]
+    rows_of: Callable[[dict[str, Any]], list[list[str]]]
+
+
+#: The official report tables, by benchmark name: the plug-ins' ``report`` parts that list
+#: ``OFFICIAL_TABLES`` (CVDP's; the others report through ``REPORTS``).
+OFFICIAL_TABLES: PluginTable[OfficialTable] = PluginTable("report", "OFFICIAL_TABLES", optional=True)
 NOT_GRADED = "-"
 REACH_IN_LABEL = "reached outside its own design (the static check's reach_in; never run as a pass)"
 OFFICIAL_COLUMN = {"key": "official", "label": "official rule, every problem"}

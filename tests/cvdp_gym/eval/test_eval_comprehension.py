@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from nltk.translate.bleu_score import sentence_bleu
 
-from cvdp_gym.eval.official import official_table
+from cvdp_gym.benchmarks.cvdp.report import official_table
 from cvdp_gym.eval.passk import pass_at_k
 from tests.support import (
     COMPREHENSION_REFERENCES,

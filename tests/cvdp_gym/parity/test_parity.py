@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cvdp_gym.benchmarks.cvdp.official import machine_failure, read_verdicts
 from cvdp_gym.cli import app
 from cvdp_gym.data import load_dataset
 from cvdp_gym.data.patch import apply_patch
@@ -31,9 +32,7 @@ from cvdp_gym.parity import (
     ParityRow,
     agreement,
     bundled_answers,
-    machine_failure,
     official_datasets,
-    read_verdicts,
 )
 from cvdp_gym.parity.answers import Answer, official_id, replacement_patch
 from cvdp_gym.parity.official import FAILED, MACHINE, MISSING, PASSED, OfficialVerdict
