@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from cvdp_gym.benchmarks.cvdp import official, report
+from cvdp_gym.benchmarks.cvdp import data, official, report
 from cvdp_gym.benchmarks.cvdp.official import machine_failure, read_verdicts
 from cvdp_gym.benchmarks.cvdp.report import official_table
+from cvdp_gym.data import load_dataset
 from cvdp_gym.data.benchmarks import BENCHMARKS
+from cvdp_gym.data.bundle import export_jsonl
+from cvdp_gym.data.loading import DATASET_SOURCES
 from cvdp_gym.data.problems import CVDP
-from cvdp_gym.errors import ConfigError
+from cvdp_gym.errors import ConfigError, DatasetError
 from cvdp_gym.eval.benchmark_reports import OFFICIAL_TABLES, REPORTS
 from cvdp_gym.eval.passk import pass_at_k
 from cvdp_gym.eval.report import build_report
@@ -31,13 +34,28 @@ from cvdp_gym.parity.cvdp import OFFICIAL_RUNNERS
 from cvdp_gym.parity.official import FAILED, MACHINE, MISSING, PASSED
 from cvdp_gym.plugins import BUILT_IN
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "benchmarks"
+
 
 def test_the_layers_reach_cvdps_parts_by_name():
     assert BUILT_IN[-1] == "cvdp_gym.benchmarks.cvdp"  # its JSONL files: what a path is when no other layout matched
     assert OFFICIAL_TABLES[CVDP].report is report.official_report and OFFICIAL_RUNNERS[CVDP] is official.run_parity
+    assert list(DATASET_SOURCES) == [CVDP] and DATASET_SOURCES[CVDP] is data.DATASET_SOURCES[0]
     # CVDP adds no catalog dataset, benchmark section, per-answer official flow or test-bench flow.
     for table in (BENCHMARKS, REPORTS, OFFICIAL_FLOWS, FLOWS):
         assert CVDP not in table
+
+
+def test_a_path_is_cvdps_only_when_no_benchmark_layout_claims_it(tmp_path: Path):
+    bundled = load_dataset("bundled")
+    assert bundled.source == "bundled" and {p.benchmark for p in bundled} == {CVDP}
+    written = tmp_path / "cvdp.jsonl"
+    export_jsonl(written)
+    assert load_dataset(str(written)).ids == bundled.ids  # a CVDP file: CVDP's loader
+    v1 = FIXTURES / "verilog-eval-v1" / "data" / "VerilogEval_Human.jsonl"
+    assert {p.benchmark for p in load_dataset(str(v1))} == {"verilog-eval-v1"}  # a .jsonl a benchmark's layout claims
+    with pytest.raises(DatasetError, match="no such file"):
+        load_dataset(str(tmp_path / "absent.jsonl"))
 
 
 def test_the_report_reads_cvdp_rows_through_the_official_table():
