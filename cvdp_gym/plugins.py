@@ -8,6 +8,7 @@ that owns the concern; a part a benchmark does not need is simply absent:
 module                 attribute              read by
 =====================  =====================  ==============================================
 ``<pkg>.data``         ``BENCHMARKS``         datasets (:mod:`cvdp_gym.data.benchmarks`)
+``<pkg>.data``         ``DATASET_SOURCES``    its own dataset specs (CVDP's, :mod:`cvdp_gym.data.loading`)
 ``<pkg>.answers``      ``EXTRACTORS``         answer extraction (:mod:`cvdp_gym.parsers`)
 ``<pkg>.flow``         ``FLOWS``              one answer's run (:mod:`cvdp_gym.harness.flows`)
 ``<pkg>.official``     ``OFFICIAL_FLOWS``     ``parity`` (:mod:`cvdp_gym.parity.benchmarks`)
@@ -15,6 +16,7 @@ module                 attribute              read by
 ``<pkg>.report``       ``REPORTS``            report arithmetic (:mod:`cvdp_gym.eval`)
 ``<pkg>.report``       ``OFFICIAL_TABLES``    an official report table (CVDP's, :mod:`cvdp_gym.eval.report`)
 ``<pkg>.consistency`` ``FINDINGS``           ``check``'s static checks (:mod:`cvdp_gym.check.consistency`)
+``published.json``     (a file)               its published figures (:mod:`cvdp_gym.eval.published`)
 =====================  =====================  ==============================================
 
 The built-in packages are listed in :data:`BUILT_IN`; a third party's package is named by a
