@@ -24,8 +24,11 @@ from cvdp_gym.data.problems import CVDP, Dataset, load_jsonl, load_records
 
 __all__ = ["BENCHMARKS", "DATASET_SOURCES", "CvdpDatasets"]
 
-#: The spec prefix of files on the Hugging Face hub.
+#: The spec prefix of files on the Hugging Face hub, CVDP's dataset there, and the file a bare
+#: ``hf`` names (the open-source, non-agentic code-generation file: the usual training and eval set).
 HUB = "hf"
+HF_DATASET = "nvidia/cvdp-benchmark-dataset"
+DEFAULT_PATTERN = "nonagentic_code_generation_no_commercial"
 
 
 class CvdpDatasets:
@@ -44,7 +47,9 @@ class CvdpDatasets:
             return load_records(bundled_records(), source=BUNDLED, **filters)
         if self.names(text):
             pattern, _, revision = text[len(HUB) + 1 :].partition("@")
-            paths = hub.download(pattern or hub.DEFAULT_PATTERN, revision=revision or None, token=token, cache_dir=cache_dir)
+            paths = hub.download(
+                pattern or DEFAULT_PATTERN, repo_id=HF_DATASET, revision=revision or None, token=token, cache_dir=cache_dir,
+            )
             datasets = [load_jsonl(p, **filters) for p in paths]
             return Dataset(
                 problems=[p for d in datasets for p in d.problems],
