@@ -8,11 +8,15 @@ that owns the concern; a part a benchmark does not need is simply absent:
 module                 attribute              read by
 =====================  =====================  ==============================================
 ``<pkg>.data``         ``BENCHMARKS``         datasets (:mod:`cvdp_gym.data.benchmarks`)
+``<pkg>.data``         ``DATASET_SOURCES``    its own dataset specs (CVDP's, :mod:`cvdp_gym.data.loading`)
 ``<pkg>.answers``      ``EXTRACTORS``         answer extraction (:mod:`cvdp_gym.parsers`)
 ``<pkg>.flow``         ``FLOWS``              one answer's run (:mod:`cvdp_gym.harness.flows`)
 ``<pkg>.official``     ``OFFICIAL_FLOWS``     ``parity`` (:mod:`cvdp_gym.parity.benchmarks`)
+``<pkg>.official``     ``OFFICIAL_RUNNERS``   ``parity``, a whole runner (CVDP's, :mod:`cvdp_gym.parity.cvdp`)
 ``<pkg>.report``       ``REPORTS``            report arithmetic (:mod:`cvdp_gym.eval`)
+``<pkg>.report``       ``OFFICIAL_TABLES``    an official report table (CVDP's, :mod:`cvdp_gym.eval.report`)
 ``<pkg>.consistency`` ``FINDINGS``           ``check``'s static checks (:mod:`cvdp_gym.check.consistency`)
+``published.json``     (a file)               its published figures (:mod:`cvdp_gym.eval.published`)
 =====================  =====================  ==============================================
 
 The built-in packages are listed in :data:`BUILT_IN`; a third party's package is named by a
@@ -48,13 +52,15 @@ __all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "PluginTable", "packages", "parts"]
 
 #: The benchmark packages that ship with cvdp-gym, in the order their datasets are listed
 #: and a folder is matched against their layouts (the training sets, matched by a file's
-#: first row, last).
+#: first row, after them). CVDP last: its JSONL files are what a path is when no other
+#: layout matched it (VerilogEval v1's ``.jsonl`` files, a training set's first row).
 BUILT_IN: tuple[str, ...] = (
     "cvdp_gym.benchmarks.verilog_eval_v2",
     "cvdp_gym.benchmarks.verilog_eval_v1",
     "cvdp_gym.benchmarks.rtllm",
     "cvdp_gym.benchmarks.chipbench",
     "cvdp_gym.benchmarks.training",
+    "cvdp_gym.benchmarks.cvdp",
 )
 #: The entry-point group a third-party benchmark package registers in.
 ENTRY_POINT_GROUP = "cvdp_gym.benchmarks"
@@ -104,13 +110,16 @@ class PluginTable(Mapping[str, T], Generic[T]):
     project's own packages whose ``part`` module adds entries first, read by name like a
     plug-in's (the ``reference`` flow of :mod:`cvdp_gym.equivalence`, the verification tasks'
     flows and their posing of a dataset's ``#TASK`` fragment), so a lower layer never imports a
-    higher one to list them."""
+    higher one to list them. ``optional``: a table only some plug-ins fill (CVDP's official
+    report table, its official runner), so a ``part`` module that does not list ``attribute``
+    adds nothing instead of being an error."""
 
     def __init__(
         self, part: str, attribute: str, *, key: Callable[[T], str] = lambda x: x.name,  # type: ignore[attr-defined]
-        shared: tuple[str, ...] = (),
+        shared: tuple[str, ...] = (), optional: bool = False,
     ) -> None:
         self._part, self._attribute, self._key, self.shared = part, attribute, key, shared
+        self._optional = optional
         self._table: dict[str, T] | None = None
 
     def _load(self) -> dict[str, T]:
@@ -119,6 +128,8 @@ class PluginTable(Mapping[str, T], Generic[T]):
             owners: dict[str, str] = {}
             for module in parts(self._part, self.shared):
                 listed = getattr(module, self._attribute, None)
+                if listed is None and self._optional:
+                    continue
                 if listed is None:
                     raise ConfigError(f"{module.__name__} has no {self._attribute}")
                 items = listed.items() if isinstance(listed, Mapping) else ((self._key(x), x) for x in listed)

@@ -43,8 +43,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from cvdp_gym.benchmarks.cvdp.report import official_table  # noqa: E402
 from cvdp_gym.data.problems import problem_from_record  # noqa: E402
-from cvdp_gym.eval.official import official_table  # noqa: E402
 from cvdp_gym.grading.comprehension import grade_comprehension, judged_score  # noqa: E402
 from cvdp_gym.grading.judge import parse_judge_reply  # noqa: E402
 

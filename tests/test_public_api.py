@@ -59,7 +59,7 @@ PINNED_ALL = {
     ],
     "cvdp_gym.parity": [
         "AGREE", "Answer", "DISAGREE", "LEFT_OUT", "ParityRow", "agreement", "answers_from_file", "bundled_answers",
-        "machine_failure", "official_datasets", "read_verdicts", "run_parity", "summary_json",
+        "official_datasets", "run_parity", "summary_json",
     ],
     "cvdp_gym.parsers": [
         "BASH_TOOL_NAME", "ComprehensionAnswer", "Extraction", "FINISH_NAMES", "FORMATS", "HarmonyMessage", "ParsedTurn",

@@ -33,13 +33,13 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 from urllib.parse import parse_qsl
 
-from cvdp_gym.data.problems import Problem, Skipped
+from cvdp_gym.data.problems import Dataset, Problem, Skipped
 from cvdp_gym.errors import DatasetError
 
-__all__ = ["Benchmark", "BenchmarkSpec", "Pin", "agentic_variant", "flag", "parse_spec"]
+__all__ = ["Benchmark", "BenchmarkSpec", "DatasetSource", "Pin", "agentic_variant", "flag", "parse_spec"]
 
 #: Where an agentic episode finds a benchmark problem's text, and the folder of its answer.
 SPEC_FILE, RTL_DIR = "docs/specification.md", "rtl"
@@ -187,6 +187,23 @@ class Benchmark:
             "toolchain": self.toolchain, "env_var": self.env_var, "upstream": self.pin.url,
             "commit": self.pin.commit, "ref": self.pin.ref, "options": dict(self.option_defaults),
         }
+
+
+class DatasetSource(Protocol):
+    """A plug-in's own dataset specs, read beside the catalog's benchmarks (CVDP's: ``bundled``,
+    ``hf[:PATTERN[@REVISION]]``, JSONL files), listed in its ``data`` part's ``DATASET_SOURCES``."""
+
+    name: str
+    #: Whether it reads a path no benchmark's layout claimed (CVDP's JSONL files): the last resort.
+    reads_paths: bool
+
+    def names(self, text: str) -> bool:
+        """Whether ``text`` is one of its own words (``bundled``, ``hf:...``), not a path."""
+        ...
+
+    def load(self, text: str, *, token: str | None, cache_dir: str | Path | None, **filters: Any) -> Dataset:
+        """The problems ``text`` names, filtered as :func:`cvdp_gym.data.load_dataset` says."""
+        ...
 
 
 def parse_spec(text: str) -> BenchmarkSpec:

@@ -17,6 +17,8 @@ from typing import Any
 from cvdp_gym.data.patch import make_patch
 
 BUNDLED_DIR = Path(__file__).parent / "bundled"
+#: The dataset spec (and the default) that names these problems.
+BUNDLED = "bundled"
 
 
 def _read_tree(root: Path) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""Download CVDP JSONL files from the Hugging Face dataset ``nvidia/cvdp-benchmark-dataset``
-(and, with ``repo_id`` and ``suffixes``, a training set's files from another dataset).
+"""Download files of a Hugging Face dataset: CVDP's JSONL files (``nvidia/cvdp-benchmark-dataset``,
+named by CVDP's plug-in, :mod:`cvdp_gym.benchmarks.cvdp.data`) and, with ``suffixes``, a training
+set's files.
 
 Files are cached by ``huggingface_hub`` (``cache_dir`` or ``HF_HOME``), so a file is
 fetched once. A token comes from the argument, ``HF_TOKEN`` or the user's saved login.
@@ -13,12 +14,8 @@ from pathlib import Path
 
 from cvdp_gym.errors import HubUnavailable
 
-HF_DATASET = "nvidia/cvdp-benchmark-dataset"
-#: The open-source, non-agentic code-generation file is the usual training and eval set.
-DEFAULT_PATTERN = "nonagentic_code_generation_no_commercial"
 
-
-def _advice(what: str, repo_id: str = HF_DATASET) -> str:
+def _advice(what: str, repo_id: str) -> str:
     return (
         f"{what}. Download the dataset once on a machine with access "
         f"(e.g. `huggingface-cli download {repo_id} --repo-type dataset`) "
@@ -27,9 +24,9 @@ def _advice(what: str, repo_id: str = HF_DATASET) -> str:
 
 
 def download(
-    pattern: str = DEFAULT_PATTERN,
+    pattern: str,
     *,
-    repo_id: str = HF_DATASET,
+    repo_id: str,
     revision: str | None = None,
     token: str | None = None,
     cache_dir: str | Path | None = None,
@@ -45,7 +42,7 @@ def download(
         from huggingface_hub import hf_hub_download, list_repo_files
     except ImportError as exc:  # pragma: no cover - depends on the optional extra
         raise HubUnavailable(
-            _advice("huggingface_hub is not installed (pip install 'cvdp-gym[hub]')")
+            _advice("huggingface_hub is not installed (pip install 'cvdp-gym[hub]')", repo_id)
         ) from exc
 
     try:

@@ -1,6 +1,7 @@
 """Loading a dataset by its spec: the bundled problems, CVDP files on the Hugging Face hub, a
 benchmark by name or by the path of its copy, or local CVDP JSONL files; the one entry
-point that tells these apart."""
+point that tells these apart. CVDP's own specs are its plug-in's ``data`` part
+(:mod:`cvdp_gym.benchmarks.cvdp.data`), reached by name (``DATASET_SOURCES``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from cvdp_gym.data.benchmark import DatasetSource
 from cvdp_gym.data.benchmarks import detect, is_benchmark_spec, load_benchmark
-from cvdp_gym.data.bundle import bundled_records
-from cvdp_gym.data.problems import Dataset, DatasetError, Problem, load_jsonl, load_records
+from cvdp_gym.data.bundle import BUNDLED
+from cvdp_gym.data.problems import Dataset, DatasetError, Problem
 from cvdp_gym.plugins import PluginTable
 
-#: The spec (and the default) that names the problems this package ships.
-BUNDLED = "bundled"
+__all__ = ["BUNDLED", "DATASET_SOURCES", "POSINGS", "load_dataset"]
+
+#: The plug-ins' own dataset specs beside the catalog's benchmarks, by benchmark name (CVDP's).
+DATASET_SOURCES: PluginTable[DatasetSource] = PluginTable("data", "DATASET_SOURCES", optional=True)
 #: What a ``#TASK[?options]`` fragment poses a dataset's problems as, by task: the verification
 #: tasks' one posing path (``cvdp_gym.tasks.posing.POSINGS``, a higher layer), read by name on
 #: first use, never imported.
@@ -76,19 +80,10 @@ def load_dataset(
         "ids": ids, "categories": categories, "difficulty": difficulty,
         "include_unsupported": include_unsupported, "lenient": lenient,
     }
-    if text == BUNDLED:
-        return load_records(bundled_records(), source=BUNDLED, **filters)
-    if is_benchmark_spec(text) or detect(Path(text)) is not None:
+    if text != BUNDLED and (is_benchmark_spec(text) or detect(Path(text)) is not None):
         return load_benchmark(text, benchmark_dir=benchmark_dir, **filters)
-    if text == "hf" or text.startswith("hf:"):
-        from cvdp_gym.data import hub
-
-        pattern, _, revision = text[3:].partition("@")
-        paths = hub.download(pattern or hub.DEFAULT_PATTERN, revision=revision or None, token=token, cache_dir=cache_dir)
-        datasets = [load_jsonl(p, **filters) for p in paths]
-        return Dataset(
-            problems=[p for d in datasets for p in d.problems],
-            skipped=[s for d in datasets for s in d.skipped],
-            source=text,
-        )
-    return load_jsonl(text, **filters)
+    sources = list(DATASET_SOURCES.values())
+    source = next((s for s in sources if s.names(text)), None) or next((s for s in sources if s.reads_paths), None)
+    if source is None:
+        raise DatasetError(f"{text}: no benchmark's layout and no dataset source reads it")
+    return source.load(text, token=token, cache_dir=cache_dir, **filters)

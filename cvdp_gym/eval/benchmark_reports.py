@@ -2,7 +2,7 @@
 
 Contract: :func:`benchmark_reports` takes results rows (:func:`cvdp_gym.eval.run.result_row`) and
 returns report.json's ``benchmark_reports``: one section per benchmark and task other than CVDP
-(CVDP's is :mod:`cvdp_gym.eval.official`), keyed ``"<benchmark>:<task>"`` (``"<benchmark>"`` for
+(CVDP's is its official table, ``OFFICIAL_TABLES``: :mod:`cvdp_gym.benchmarks.cvdp.report`), keyed ``"<benchmark>:<task>"`` (``"<benchmark>"`` for
 RTLLM). A section's ``figures`` each have one cell per reading (``columns``); a cell is
 ``{"value": percentage or None, "of": the denominator, "ci95": [low, high] or None}``, in percent
 (0–100) as the benchmarks print them and as papers publish them. The two readings:
@@ -44,6 +44,7 @@ from cvdp_gym.eval.published import published
 from cvdp_gym.eval.report_kit import (
     OFFICIAL_COLUMN,
     OURS_COLUMN,
+    OfficialTable,
     Row,
     SectionBuilder,
     name_of,
@@ -55,10 +56,15 @@ from cvdp_gym.eval.report_kit import (
 from cvdp_gym.harness.results import REACH_IN
 from cvdp_gym.plugins import PluginTable
 
-__all__ = ["REPORTS", "SectionBuilder", "benchmark_reports"]
+__all__ = ["OFFICIAL_TABLES", "REPORTS", "OfficialTable", "SectionBuilder", "benchmark_reports"]
 
 #: Each benchmark's own arithmetic, by benchmark name (the plug-ins' ``report`` parts).
 REPORTS: PluginTable[SectionBuilder] = PluginTable("report", "REPORTS")
+
+
+#: The official report tables, by benchmark name: the plug-ins' ``report`` parts that list
+#: ``OFFICIAL_TABLES`` (CVDP's; the others report through ``REPORTS``).
+OFFICIAL_TABLES: PluginTable[OfficialTable] = PluginTable("report", "OFFICIAL_TABLES", optional=True)
 
 
 def _section(benchmark: str, task: str, rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:

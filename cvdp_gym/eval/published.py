@@ -1,33 +1,36 @@
-"""Published benchmark figures, to print beside a run's own (``cvdp_gym/data/published.json`` and
-each benchmark plug-in's own ``published.json``, :mod:`cvdp_gym.plugins`).
+"""Published benchmark figures, to print beside a run's own: each benchmark plug-in's own
+``published.json`` (``cvdp_gym/benchmarks/<name>/published.json``; a third party's package the
+same way, :mod:`cvdp_gym.plugins`), read here and nowhere else.
 
 Contract: :func:`published` returns the entries for one benchmark, task and metric, each a dict
 ``{benchmark, task, model, metric, value, settings, source, ...}`` with ``value`` a percentage as
 published, ``settings`` the text that says how the figure was produced (samples, temperature,
 prompt, simulator, denominator) and ``source`` ``{title, arxiv, url, where, ...}`` saying where it
-was read. The file stores each settings text and source once, by key; they are resolved here, and
+was read. A file stores each settings text and source once, by key; they are resolved here, and
 each whole file is checked on first load (a malformed entry is a ``ConfigError`` naming it), so a
-figure is never shown without what it means and where it came from.
+figure is never shown without what it means and where it came from. A plug-in that publishes no
+figures has no file.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
+import warnings
 from functools import cache
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
 from cvdp_gym.errors import ConfigError
-from cvdp_gym.plugins import packages
+from cvdp_gym.plugins import BUILT_IN, packages
 
 __all__ = ["PUBLISHED_FILE", "known_tasks", "published", "published_files"]
 
-PUBLISHED_FILE = Path(__file__).resolve().parent.parent / "data" / "published.json"
-#: What a benchmark plug-in's package may hold: its own published figures, in the same format.
-PLUGIN_FILE = "published.json"
+#: The file a benchmark plug-in's package holds its published figures in.
+PUBLISHED_FILE = "published.json"
 _METRIC = re.compile(r"^pass@[1-9]\d*$")
 
 
@@ -39,15 +42,20 @@ def known_tasks() -> dict[str, tuple[str, ...]]:
 
 
 @cache
-def published_files() -> tuple[Path, ...]:
-    """The shared file, then each benchmark plug-in's own ``published.json``, if it has one."""
-    found = [PUBLISHED_FILE]
+def published_files() -> dict[str, Traversable]:
+    """Each benchmark plug-in's ``published.json``, by package, for those that have one."""
+    found = {}
     for package in packages():
-        spec = importlib.util.find_spec(package)
-        for folder in (spec.submodule_search_locations or []) if spec else []:
-            if (Path(folder) / PLUGIN_FILE).is_file():
-                found.append(Path(folder) / PLUGIN_FILE)
-    return tuple(found)
+        try:
+            candidate = files(package) / PUBLISHED_FILE
+        except Exception as exc:  # a third party's package that cannot be imported publishes nothing here
+            if package in BUILT_IN:
+                raise
+            warnings.warn(f"benchmark plug-in {package}: cannot read its {PUBLISHED_FILE}: {exc}", stacklevel=2)
+            continue
+        if candidate.is_file():
+            found[package] = candidate
+    return found
 
 
 def _text(value: Any) -> bool:
@@ -81,7 +89,7 @@ def _check(entry: Any, settings: dict[str, Any], sources: dict[str, Any], where:
 
 
 @cache
-def _entries(path: Path) -> tuple[dict[str, Any], ...]:
+def _entries(path: Traversable) -> tuple[dict[str, Any], ...]:
     """Every entry of the file, checked and resolved (read once)."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -95,7 +103,7 @@ def _entries(path: Path) -> tuple[dict[str, Any], ...]:
 
 def published(benchmark: str, task: str = "", metric: str = "pass@1", *, path: Path | None = None) -> list[dict[str, Any]]:
     """The published entries for ``benchmark``/``task`` and ``metric`` (copies, highest value first),
-    from every published file (``path``: that file only)."""
-    entries = [e for f in ((path,) if path else published_files()) for e in _entries(f)]
+    from every plug-in's file (``path``: that file only)."""
+    entries = [e for f in ((path,) if path else published_files().values()) for e in _entries(f)]
     found = [e for e in entries if (e["benchmark"], e["task"], e["metric"]) == (benchmark, task or "", metric)]
     return [{**e, "source": dict(e["source"])} for e in sorted(found, key=lambda e: (-e["value"], e["model"]))]

@@ -2,7 +2,8 @@
 
 Every group (overall, each category, each difficulty) gets the same statistics, so a
 reader can see where a model's pass rate comes from and which stage its failures stop at.
-Beside them, the official CVDP report's table (:mod:`cvdp_gym.eval.official`): pass@k as
+Beside them, the official CVDP report's table (CVDP's plug-in, :mod:`cvdp_gym.benchmarks.cvdp.report`,
+read by name through ``benchmark_reports.OFFICIAL_TABLES``): pass@k as
 the official tool computes it for harness categories, mean credit for comprehension ones; and
 for VerilogEval and RTLLM problems, each benchmark's own report beside ours and the published
 figures (``benchmark_reports``: :mod:`cvdp_gym.eval.benchmark_reports`, rendered by
@@ -20,8 +21,8 @@ from typing import Any
 from rich.console import Console
 
 from cvdp_gym.data.problems import difficulty_order
-from cvdp_gym.eval import benchmark_tables, official, quality_report, verification_report
-from cvdp_gym.eval.benchmark_reports import benchmark_reports
+from cvdp_gym.eval import benchmark_tables, quality_report, verification_report
+from cvdp_gym.eval.benchmark_reports import OFFICIAL_TABLES, benchmark_reports
 from cvdp_gym.eval.intervals import wilson
 from cvdp_gym.eval.passk import aggregate, pass_after_attempts, problem_counts
 from cvdp_gym.eval.run import PASSED
@@ -149,7 +150,7 @@ def build_report(rows: list[Row], ks: list[int], meta: dict[str, Any]) -> dict[s
     designs = [r for r in rows if not verification_report.is_task_row(r)]  # the benchmarks' tables read designs
     cvdp_rows = [r for r in designs if r.get("benchmark") in (None, "", CVDP)]
     if cvdp_rows:  # the official CVDP table is CVDP's; other benchmarks get their own below
-        report["official_report"] = official.official_report(cvdp_rows, ks)
+        report["official_report"] = OFFICIAL_TABLES[CVDP].report(cvdp_rows, ks)
     benchmarks = benchmark_reports(designs, meta)
     if benchmarks:
         report["benchmark_reports"] = benchmarks
@@ -303,7 +304,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         section = report["official_report"]
         body += [
             "", "## The official CVDP report's table", "", f"Computed as {section['label']}.", "",
-            _md_table(official.columns(section), official.rows_of(section)),
+            _md_table(OFFICIAL_TABLES[CVDP].columns(section), OFFICIAL_TABLES[CVDP].rows_of(section)),
         ]
     body += benchmark_tables.markdown_lines(report.get("benchmark_reports", {}))
     body += quality_report.markdown_lines(report.get("quality"))
@@ -326,7 +327,8 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         tables.append(("refinement: pass@1 after attempt i", refine_columns(report), refine_rows(report)))
     if report.get("official_report"):
         section = report["official_report"]
-        tables.append(("the official CVDP report's table (* score categories: mean credit)", official.columns(section), official.rows_of(section)))
+        table = OFFICIAL_TABLES[CVDP]
+        tables.append(("the official CVDP report's table (* score categories: mean credit)", table.columns(section), table.rows_of(section)))
     for title, columns, rows in tables:
         print_table(console, title, columns, rows)
     benchmark_tables.print_sections(report.get("benchmark_reports", {}), console)

@@ -11,6 +11,7 @@ counts the table's load as an edge).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from cvdp_gym.data.benchmarks.catalog import BENCHMARKS
@@ -24,6 +25,7 @@ __all__ = [
     "OURS_COLUMN",
     "REACH_IN",
     "REACH_IN_LABEL",
+    "OfficialTable",
     "Reading",
     "Row",
     "SectionBuilder",
@@ -109,3 +111,17 @@ def settings_note(section: dict[str, Any], meta: dict[str, Any]) -> str:
     temperature = meta.get("temperature")
     sampling = f"temperature {temperature}" if temperature is not None else "temperature not recorded (answers from a file)"
     return f"this run: {samples} sample(s) per problem, {sampling}"
+
+
+@dataclass(frozen=True)
+class OfficialTable:
+    """A benchmark's official report table over its rows, beside ours (report.json's
+    ``official_report``): CVDP's, as its official reporter computes it."""
+
+    #: The benchmark whose rows it reads (``Problem.benchmark``).
+    name: str
+    #: The section from the rows at each k: ``(rows, ks) -> section``.
+    report: Callable[[list[Row], list[int]], dict[str, Any]]
+    #: The section's column names, and its formatted cells (one row per group).
+    columns: Callable[[dict[str, Any]], list[str]]
+    rows_of: Callable[[dict[str, Any]], list[list[str]]]

@@ -182,3 +182,11 @@ def test_a_plugin_part_without_its_table_is_named(on_path):
     _install(on_path, "bare_bench", {"flow": '"""No FLOWS here."""\n'})
     with pytest.raises(ConfigError, match=re.escape("bare_bench.flow has no FLOWS")):
         list(PluginTable("flow", "FLOWS"))
+
+
+def test_a_table_only_some_plugins_fill_skips_the_others(on_path):
+    _install(on_path, "bare_bench", {"report": '"""Sections only."""\n\nREPORTS = {}\n'})
+    table = PluginTable("report", "OFFICIAL_TABLES", key=lambda t: t.name, optional=True)
+    assert list(table) == ["cvdp"]  # CVDP's; the other built-in reports and bare_bench list none
+    with pytest.raises(ConfigError, match=re.escape("report has no OFFICIAL_TABLES")):  # the same table, required
+        list(PluginTable("report", "OFFICIAL_TABLES", key=lambda t: t.name))

@@ -5,5 +5,6 @@ machine), scored by VerilogEval v2's ``sv-iv-analyze``.
 Parts: :mod:`.data` (pin, loader, prompts, reference answers, known defects), :mod:`.answers`
 and :mod:`.flow` (VerilogEval v2's, under ChipBench's name), :mod:`.official` (the clone's own
 configure + Makefile + ``sv-iv-analyze`` for ``parity``), :mod:`.report` (``sv-iv-analyze``'s
-arithmetic), ``published.json`` (the paper's figures).
+arithmetic). It publishes no figures yet (its repository has none; the paper's tables were not
+reachable), so it has no ``published.json``: one added here is read by :mod:`cvdp_gym.eval.published`.
 """

@@ -2,5 +2,6 @@
 
 Parts: :mod:`.data` (pin, loader, prompts), :mod:`.answers` (a completion after the prompt's
 header), :mod:`.flow` (``execution.py``'s rule on Icarus 12), :mod:`.official` (the clone's own
-``check_correctness`` for ``parity``), :mod:`.report` (``evaluate_functional_correctness``'s pass@k).
+``check_correctness`` for ``parity``), :mod:`.report` (``evaluate_functional_correctness``'s pass@k),
+``published.json`` (CodeV-R1's and OriGen's figures).
 """

@@ -38,4 +38,6 @@ class OfficialFlow(Protocol):
 
 
 #: Each official flow, by our flow's name (``Problem.flow``): the plug-ins' ``official`` parts.
-OFFICIAL_FLOWS: PluginTable[OfficialFlow] = PluginTable("official", "OFFICIAL_FLOWS", key=lambda f: f.benchmark)
+OFFICIAL_FLOWS: PluginTable[OfficialFlow] = PluginTable(
+    "official", "OFFICIAL_FLOWS", key=lambda f: f.benchmark, optional=True
+)

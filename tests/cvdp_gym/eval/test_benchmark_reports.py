@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+import cvdp_gym
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.eval.benchmark_reports import benchmark_reports
 from cvdp_gym.eval.intervals import wilson
-from cvdp_gym.eval.published import PUBLISHED_FILE, known_tasks, published
+from cvdp_gym.eval.published import PUBLISHED_FILE, known_tasks, published, published_files
 from cvdp_gym.eval.report import build_report, print_report, to_markdown
 from cvdp_gym.eval.run import RESULTS
 from cvdp_gym.report import write_html_report
@@ -178,6 +179,27 @@ def test_rtllm_v11_pass_at_k_defects_and_forged_passes():
 # ---------------------------------------------------------------- published figures
 
 
+def test_each_plugin_publishes_its_own_figures_through_the_one_loader():
+    """The figures live in the plug-ins that publish them (no shared file), each read by ``published``."""
+    package_root = Path(cvdp_gym.__file__).resolve().parent
+    assert not (package_root / "data" / "published.json").exists()
+    owners = {
+        "cvdp_gym.benchmarks.verilog_eval_v2": {"verilog-eval-v2"},
+        "cvdp_gym.benchmarks.verilog_eval_v1": {"verilog-eval-v1"},
+        "cvdp_gym.benchmarks.rtllm": {"rtllm-v2", "rtllm-v1.1"},
+    }
+    files = published_files()
+    assert set(files) == set(owners)  # ChipBench and CVDP publish none here
+    for package, benchmarks in owners.items():
+        assert files[package].name == PUBLISHED_FILE
+        assert Path(str(files[package])).parent == package_root / "benchmarks" / package.rsplit(".", 1)[1]
+        doc = json.loads(files[package].read_text(encoding="utf-8"))
+        assert {e["benchmark"] for e in doc["entries"]} == benchmarks  # a file holds its own benchmark's figures only
+        for entry in doc["entries"]:
+            loaded = published(entry["benchmark"], entry["task"], entry["metric"])
+            assert any(e["model"] == entry["model"] and e["value"] == entry["value"] for e in loaded)
+
+
 def test_published_entries_load_with_settings_and_sources(tmp_path):
     assert set(known_tasks()) >= set(PUBLISHED)
     for benchmark in PUBLISHED:  # ChipBench's README and repository publish no figure (its paper's tables only)
@@ -190,7 +212,7 @@ def test_published_entries_load_with_settings_and_sources(tmp_path):
                 assert 0 <= entry["value"] <= 100 and entry["metric"] == "pass@1"
     models = {e["model"] for e in published("verilog-eval-v2", "spec-to-rtl")}
     assert {"GPT-4o", "DeepSeek-R1-671B", "Qwen2.5-Coder-7B-Instruct", "Qwen2.5-Coder-32B-Instruct", "CodeV-R1-7B"} <= models
-    doc = json.loads(PUBLISHED_FILE.read_text())
+    doc = json.loads(published_files()["cvdp_gym.benchmarks.verilog_eval_v2"].read_text(encoding="utf-8"))
     doc["entries"][3]["source"] = "no-such-source"
     bad = tmp_path / "published.json"
     bad.write_text(json.dumps(doc))

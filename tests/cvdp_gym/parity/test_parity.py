@@ -1,11 +1,9 @@
-"""``cvdp-gym parity``: answers as the official runner's input, its verdicts, machine failures, the table.
+"""``cvdp-gym parity``: answers as the official runner's input, the agreement table.
 
-Everything but the last test runs without the official runner: the output it reads is
-built here in the format the official runner writes (``raw_result.json``: one entry per
-id with one test per compose service, ``errors == 0`` for a pass; a log per service), with
-the messages Docker and Compose print for the machine failures (seen on this machine:
-``dockerd --bridge=none``, no registry). The last test runs a real clone of
-NVlabs/cvdp_benchmark when ``CVDP_OFFICIAL_REPO`` names one, and says why it skips otherwise.
+Everything but the last test runs without the official runner (how its output is read as
+verdicts and machine failures: ``tests/cvdp_gym/benchmarks/test_cvdp.py``). The last test runs a
+real clone of NVlabs/cvdp_benchmark when ``CVDP_OFFICIAL_REPO`` names one, and says why it skips
+otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -31,12 +28,10 @@ from cvdp_gym.parity import (
     ParityRow,
     agreement,
     bundled_answers,
-    machine_failure,
     official_datasets,
-    read_verdicts,
 )
 from cvdp_gym.parity.answers import Answer, official_id, replacement_patch
-from cvdp_gym.parity.official import FAILED, MACHINE, MISSING, PASSED, OfficialVerdict
+from cvdp_gym.parity.official import FAILED, MACHINE, PASSED, OfficialVerdict
 from tests.cvdp_gym.harness import randomised_problem as made_up
 
 
@@ -81,57 +76,6 @@ def test_answers_become_golden_records_with_ids_the_official_runner_reads(tmp_pa
     references = [a for a in answers if a.name == "reference"]
     assert len(references) == len(problems)
     assert all(official_id(a) in written.ids for a in answers if a.name != "heavy")
-
-
-def write_run(work: Path, entries: dict[str, tuple[int, list[tuple[int, str | None, str | None]]]]) -> None:
-    """A work folder as the official runner leaves it: raw_result.json and one log per service."""
-    raw = {}
-    for pid, (errors, tests) in entries.items():
-        rows = []
-        for number, (result, log_text, error_msg) in enumerate(tests):
-            log = None
-            if log_text is not None:
-                log = work / pid / "reports" / f"1_s{number}.txt"
-                log.parent.mkdir(parents=True, exist_ok=True)
-                log.write_text(log_text)
-            rows.append({"result": result, "log": str(log) if log else None, "error_msg": error_msg, "execution": 1.5, "pid": 1})
-        raw[pid] = {"category": "cid003", "difficulty": "easy", "tests": rows, "errors": errors}
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "raw_result.json").write_text(json.dumps(raw))
-
-
-BRIDGE = "#5 [direct 2/2] RUN pip install pytest\n#5 ERROR: executor failed running [/bin/sh -c pip install pytest]: network bridge not found\nfailed to solve: executor failed running [/bin/sh -c pip install pytest]: network bridge not found\n"
-LICNETWORK = "Running harness with project name: p_1_1\nnetwork licnetwork declared as external, but could not be found\n"
-PULL = ' direct Pulling \n direct Error Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.0.0.53:53: no such host\n'
-PYTEST_PASS = "============================== 1 passed in 1.24s ===============================\n"
-PYTEST_FAIL = "FAILED ../../src/test_runner.py::test_runner - SystemExit: 1\n============================== 1 failed in 0.93s ===============================\n"
-
-
-def test_verdicts_and_machine_failures_from_the_official_output(tmp_path):
-    work = tmp_path / "copilot"
-    write_run(work, {
-        "cvdp_copilot_a00000_0001": (0, [(0, PYTEST_PASS, None)]),
-        "cvdp_copilot_a00001_0001": (1, [(0, PYTEST_PASS, None), (1, PYTEST_FAIL, None)]),
-        "cvdp_copilot_a00002_0001": (1, [(1, BRIDGE, None)]),
-        "cvdp_copilot_a00003_0001": (1, [(1, LICNETWORK, None)]),
-        "cvdp_copilot_a00004_0001": (1, [(1, PULL, None)]),
-        "cvdp_copilot_a00005_0001": (1, [(1, None, "th_prepare: 'input'")]),
-    })
-    ids = [f"cvdp_copilot_a0000{i}_0001" for i in range(7)]
-    verdicts = read_verdicts(work, ids)
-    outcomes = [verdicts[i].outcome for i in ids]
-    assert outcomes == [PASSED, FAILED, MACHINE, MACHINE, MACHINE, MACHINE, MISSING]
-    assert "bridge" in verdicts[ids[2]].reason and "licnetwork" in verdicts[ids[3]].reason
-    assert "pulled" in verdicts[ids[4]].reason and "th_prepare" in verdicts[ids[5]].reason
-    assert verdicts[ids[1]].reason == "1 of 2 service(s) failed" and "SystemExit" in verdicts[ids[1]].log_tail
-    assert verdicts[ids[0]].seconds == 1.5 and len(verdicts[ids[1]].logs) == 2
-    # No raw_result.json and a console that shows why: every id is a machine failure.
-    nothing = read_verdicts(tmp_path / "absent", ids[:1], "docker: unknown command: docker compose\n")
-    assert nothing[ids[0]].outcome == MACHINE and "compose" in nothing[ids[0]].reason
-    assert machine_failure(PYTEST_FAIL) is None
-    # BuildKit fetching a Dockerfile's ADD URL (pip's bootstrap) with no network: not a pull.
-    fetch = '#4 ERROR: Get "https://bootstrap.pypa.io/get-pip.py": dial tcp: lookup bootstrap.pypa.io on 10.0.0.53:53: no such host\n'
-    assert machine_failure(fetch) == "a Dockerfile step fetches https://bootstrap.pypa.io/get-pip.py, and no network is reachable"
 
 
 def test_agreement_table_counts_and_leaves_out_machine_failures():

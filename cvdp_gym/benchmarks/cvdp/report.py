@@ -1,5 +1,7 @@
-"""The official CVDP report's table, computed from ``eval`` results the way the official tool
-computes it, so a number here can stand next to a published one.
+"""CVDP's report arithmetic: the official CVDP report's table, computed from ``eval`` results the
+way the official tool computes it, so a number here can stand next to a published one. ``eval``
+reads it by name (``OFFICIAL_TABLES``, :data:`cvdp_gym.eval.benchmark_reports.OFFICIAL_TABLES`) into
+report.json's ``official_report``.
 
 The official reporter (``src/report.py`` for one run, ``run_reporter.py`` for ``n`` samples)
 splits categories in two (``src/constants.py``):
@@ -23,8 +25,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from cvdp_gym.data.problems import COMPREHENSION_CATEGORIES, difficulty_order
+from cvdp_gym.data.problems import COMPREHENSION_CATEGORIES, CVDP, difficulty_order
 from cvdp_gym.eval.passk import pass_at_k
+from cvdp_gym.eval.report_kit import OfficialTable, SectionBuilder
 
 Row = dict[str, Any]
 OVERALL = "all"
@@ -126,3 +129,10 @@ def rows_of(section: dict[str, Any]) -> list[list[str]]:
             cells += [_pct(entry["official"]), unbiased]
         out.append(cells)
     return out
+
+
+#: CVDP has no ``benchmark_reports`` section (the benchmarks' own-script sections): its own
+#: report is the official table, below.
+REPORTS: dict[str, SectionBuilder] = {}
+#: The official CVDP report's table, by benchmark name (:mod:`cvdp_gym.plugins`).
+OFFICIAL_TABLES = (OfficialTable(CVDP, official_report, columns, rows_of),)
