@@ -13,6 +13,7 @@ module                 attribute              read by
 ``<pkg>.official``     ``OFFICIAL_FLOWS``     ``parity`` (:mod:`cvdp_gym.parity.benchmarks`)
 ``<pkg>.report``       ``REPORTS``            report arithmetic (:mod:`cvdp_gym.eval`)
 ``<pkg>.consistency`` ``FINDINGS``           ``check``'s static checks (:mod:`cvdp_gym.check.consistency`)
+``<pkg>.stages``      ``STAGES``             grading stages after the built-in ones (:mod:`cvdp_gym.grading.stages`)
 =====================  =====================  ==============================================
 
 The built-in packages are listed in :data:`BUILT_IN`; a third party's package is named by a
