@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
+from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.backed import BACKED, TESTBENCH, back
 from cvdp_gym.grading.interface import check_interface
 from cvdp_gym.grading.result import (
@@ -203,9 +204,18 @@ BUILT_IN_STAGES: tuple[GradingStage, ...] = (FormatStage(), SyntaxStage(), Inter
 PLUGIN_STAGES: PluginTable[GradingStage] = PluginTable("stages", "STAGES")
 
 
+#: Names a plug-in's stage cannot take: the built-in stages' and quality's.
+RESERVED_NAMES = frozenset({*STAGES, *(s.name for s in BUILT_IN_STAGES), "quality"})
+
+
 def job_stages() -> tuple[GradingStage, ...]:
-    """The stages a grading job runs, in order: the built-in ones, then the plug-ins'."""
-    return (*BUILT_IN_STAGES, *PLUGIN_STAGES.values())
+    """The stages a grading job runs, in order: the built-in ones, then the plug-ins' (one
+    claiming a built-in stage's name is a ``ConfigError``)."""
+    added = tuple(PLUGIN_STAGES.values())
+    taken = sorted(RESERVED_NAMES.intersection(s.name for s in added))
+    if taken:
+        raise ConfigError(f"a plug-in's grading stage takes a built-in stage's name: {', '.join(taken)}")
+    return (*BUILT_IN_STAGES, *added)
 
 
 def stage_names() -> tuple[str, ...]:
