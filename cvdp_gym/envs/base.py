@@ -125,7 +125,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `passed` | **bool** | Every harness test passed. |
     | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `reach_in` (the answer names or opens something outside its design), `test_failure`, `timeout`, `resource_limit`, `undecided` (the reference grader's stages decided nothing), `harness_error`, `infra_error`, `toolchain_gap` (host toolchain only) or `unsupported`; with `verdict='testbench+reference'` also `not_equivalent` or `no_reference`. |
     | `reason` | **str** | One line saying why. |
-    | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run. |
+    | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`, then any stage a plug-in adds (:mod:`cvdp_gym.grading.stages`); `passed` is None for a stage that did not run. |
     | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}` (VerilogEval: the test bench's samples, matched and mismatched). |
     | `official` | **dict** | A benchmark's own verdict by its own rule over the whole log (empty for CVDP). |
     | `reference_check` | **dict** | `verdict='testbench+reference'`: the check against the reference of an answer its test bench passed: `verdict` (`equivalent`, `different`, `undecided` or `no_reference`), `reason`, the reference grader's `failure_class`, `formal` and `simulation` verdicts, `label`, `seconds`; empty when none ran. |
