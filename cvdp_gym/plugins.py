@@ -17,6 +17,7 @@ module                 attribute              read by
 ``<pkg>.report``       ``OFFICIAL_TABLES``    an official report table (CVDP's, :mod:`cvdp_gym.eval.report`)
 ``<pkg>.consistency`` ``FINDINGS``           ``check``'s static checks (:mod:`cvdp_gym.check.consistency`)
 ``published.json``     (a file)               its published figures (:mod:`cvdp_gym.eval.published`)
+``<pkg>.stages``      ``STAGES``             grading stages after the built-in ones (:mod:`cvdp_gym.grading.stages`)
 =====================  =====================  ==============================================
 
 The built-in packages are listed in :data:`BUILT_IN`; a third party's package is named by a

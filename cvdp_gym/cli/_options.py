@@ -23,6 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 if TYPE_CHECKING:
     from cvdp_gym.data import Dataset
     from cvdp_gym.execution.executors import GradeExecutor
+    from cvdp_gym.grading.grader import Grader
+    from cvdp_gym.grading.settings import GraderSettings
     from cvdp_gym.harness.runner import HarnessRunner
     from cvdp_gym.tasks.posing import TaskOptions
 
@@ -31,13 +33,10 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 # ---------------------------------------------------------------- where and how harnesses run
 
 SandboxOpt = Annotated[str, typer.Option(help="Where harnesses run: bubblewrap (no daemon), docker or podman (rootless).")]
-ExecutorOpt = Annotated[str | None, typer.Option(help="Where simulations run: threads (default), processes[:N] or ray[:ADDRESS].")]
 ToolchainOpt = Annotated[
     str | None,
     typer.Option(help="root (the pinned Icarus 13 root, default) or host (the machine's own simulators; a fallback)."),
 ]
-TimeoutOpt = Annotated[float, typer.Option(help="Wall-time limit per harness service, seconds.")]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Harness runs in parallel.")]
 ResumeOpt = Annotated[bool, typer.Option(help="Keep what --out already holds; run only the rest.")]
 ReposOpt = Annotated[
     Path | None,
@@ -50,18 +49,6 @@ JudgeBaseUrlOpt = Annotated[
 JsonOpt = Annotated[
     str | None,
     typer.Option("--json", help="Write the report (every row) as JSON to this file ('-': to standard output, instead of the tables)."),
-]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option(help="Seed of the harnesses' Python randomness and cocotb's RANDOM_SEED (reproduces a recorded run; default: a fresh seed per run, recorded)."),
-]
-VerdictOpt = Annotated[
-    str,
-    typer.Option(help="testbench (the problem's own test bench decides) or testbench+reference (a pass also needs the answer to be equivalent to the problem's reference design; the official figures stay the test bench's)."),
-]
-SeedsOpt = Annotated[
-    int,
-    typer.Option(help="Run an answer to a harness that draws at random with this many seeds (--seed, --seed+1, ...); flaky when the verdicts differ."),
 ]
 
 # ---------------------------------------------------------------- which problems
@@ -112,6 +99,21 @@ def harness_runner(sandbox: str, toolchain: str | None, timeout: float, repos: P
             make_sandbox(sandbox, toolchain=toolchain), RunOptions(limits=Limits(wall_s=timeout)), repos=RepoStore(repos)
         )
     except (SandboxUnavailable, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+
+def grader_of(settings: GraderSettings) -> Grader:
+    """The grader ``settings`` describe (``Grader.from_settings``), or a one-line error and exit 2."""
+    from cvdp_gym.errors import ConfigError
+    from cvdp_gym.grading.grader import Grader
+    from cvdp_gym.sandbox.base import SandboxUnavailable
+
+    repos = settings.repos
+    if isinstance(repos, Path) and not repos.is_dir():
+        raise fail(f"--repos {repos}: no such folder")
+    try:
+        return Grader.from_settings(settings)
+    except (SandboxUnavailable, ConfigError, ValueError) as exc:
         raise fail(str(exc)) from None
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from cvdp_gym.cli._options import DatasetOpt, console, fail
+from cvdp_gym.cli._options import DatasetOpt, console, fail, grader_of
 from cvdp_gym.cli.options import AnswerOptions, Group, HarnessOptions, ProblemOptions, grouped
 
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ def debug_command(
         write_commands,
     )
     from cvdp_gym.errors import ConfigError, CvdpGymError
-    from cvdp_gym.grading.grader import Grader
 
     try:
         source.validate()
@@ -66,7 +65,8 @@ def debug_command(
     except KeyError:
         raise fail(f"no problem {problem_id!r} in {dataset}") from None
     folder_path = out if out is not None else Path("debug") / problem_id
-    runner = harness.runner()
+    grader = grader_of(harness.grader_settings(cache=False))
+    runner = grader.runner
     reuse = not source.named and (rerun or shell) and not force and folder_path.is_dir() and any(folder_path.iterdir())
     try:
         if reuse:
@@ -90,7 +90,7 @@ def debug_command(
                     console.print(escape(shlex.join(line)) if isinstance(line, list) else f"# cannot run here: {escape(line)}", soft_wrap=True, highlight=False)
                 console.print(f"[dim]# also in {escape(str(folder.root / 'commands.sh'))}; regrade with --rerun, open a shell with --shell[/]", soft_wrap=True)
         if rerun:
-            _rerun(folder, Grader(runner))
+            _rerun(folder, grader)
         if shell:
             from cvdp_gym.debug import shell as open_shell
 

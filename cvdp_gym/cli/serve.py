@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cvdp_gym.cli._options import DatasetOpt, console, executor_option, fail
+from cvdp_gym.cli._options import DatasetOpt, console, executor_option, fail, grader_of
 from cvdp_gym.cli.options import (
     Group,
     HarnessOptions,
@@ -41,10 +41,7 @@ def serve_command(
     except ImportError as exc:
         raise fail(f"serve needs FastAPI and uvicorn: pip install 'cvdp-gym[serve]' ({exc})") from None
     from cvdp_gym.errors import ConfigError
-    from cvdp_gym.execution.cache import GradeCache
-    from cvdp_gym.grading import Grader
     from cvdp_gym.grading.backed import BACKED, check_verdict, require_references
-    from cvdp_gym.grading.quality import QualityStage
 
     token = token or os.environ.get(TOKEN_ENV) or None
     if not token and not is_loopback(host):
@@ -61,20 +58,17 @@ def serve_command(
                 console.print(f"[yellow]note:[/] {len(missing)} problem(s) have no reference: a test-bench pass there is scored no_reference", soft_wrap=True)
     except ConfigError as exc:
         raise fail(str(exc)) from None
-    grader = Grader(
-        harness.runner(),
-        cache=GradeCache(cache),
-        executor=executor_option(harness.executor, service.workers),
-        verdict=harness.verdict,
-    )
     try:
-        settings = quality.settings(service.default_reward)
-        stage = QualityStage(grader.runner.sandbox, settings, cache=grader.cache) if settings is not None else None
+        measured = quality.settings(service.default_reward)
     except ConfigError as exc:
         raise fail(str(exc)) from None
+    grader = grader_of(harness.grader_settings(
+        cache=cache if cache is not None else True, executor=executor_option(harness.executor, service.workers),
+        quality=measured,
+    ))
     config = ServiceConfig(
         grader, data, workers=service.workers, queue=service.queue, max_body=service.max_body, deadline_s=service.deadline,
-        token=token, reward=service.default_reward, per_client=service.per_client, quality=stage,
+        token=token, reward=service.default_reward, per_client=service.per_client,
     )
     console.print(f"serving {len(data)} problem(s) from {data.source} on http://{host}:{port} (API page: /docs)", soft_wrap=True)
     uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=max(0, round(service.shutdown_grace)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -10,18 +11,14 @@ import gymnasium as gym
 
 from cvdp_gym.data import Dataset, Problem, load_dataset
 from cvdp_gym.data.problems import SCORING_HARNESS
-from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.envs.spaces import UnicodeText
 from cvdp_gym.errors import ArgumentTypeError, ConfigError, UnknownProblemError
-from cvdp_gym.execution.cache import GradeCache
-from cvdp_gym.execution.executors import GradeExecutor
 from cvdp_gym.grading import Grader, GradeResult, make_reward
-from cvdp_gym.grading.backed import BACKED, TESTBENCH, require_references
-from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
+from cvdp_gym.grading.backed import BACKED, require_references
 from cvdp_gym.grading.quality import QualitySettings, QualityStage
 from cvdp_gym.grading.rewards import RewardFn
-from cvdp_gym.harness.runner import HarnessRunner, RunOptions
-from cvdp_gym.sandbox import Limits, Sandbox, make_sandbox
+from cvdp_gym.grading.settings import GraderSettings
+from cvdp_gym.sandbox import Sandbox
 from cvdp_gym.tasks.names import DESIGN
 from cvdp_gym.tasks.posing import TaskOptions, pose
 
@@ -31,48 +28,30 @@ MAX_OBSERVATION_CHARS = 2_000_000
 MAX_ACTION_CHARS = 1_000_000
 
 
-def make_grader(
-    sandbox: str | Sandbox = "bubblewrap",
-    *,
-    toolchain: str | None = None,
-    timeout_s: float = 300.0,
-    cache: bool | str | Path | GradeCache | None = True,
-    lint: bool = True,
-    interface: bool = True,
-    executor: str | GradeExecutor | None = None,
-    judge: JudgeSettings | LLMJudge | None = None,
-    parse_route: str = "chat",
-    repos: str | Path | RepoStore | None = None,
-    harness_seed: int | None = None,
-    verdict: str = TESTBENCH,
-) -> Grader:
-    """A grader from environment options (``cache=True``: the default cache file).
+#: The environments' grading keywords and the ``GraderSettings`` field each one sets.
+GRADER_OPTIONS: dict[str, str] = {
+    "sandbox": "sandbox", "toolchain": "toolchain", "timeout_s": "timeout_s", "cache": "cache", "lint": "lint",
+    "interface_check": "interface", "executor": "executor", "judge": "judge", "parse_route": "parse_route",
+    "repos": "repos", "harness_seed": "harness_seed", "verdict": "verdict", "quality": "quality",
+}
 
-    ``sandbox``: ``"bubblewrap"`` (default), ``"docker"`` or a sandbox object; ``toolchain``:
-    ``"root"`` (default, the pinned Icarus 13 root) or ``"host"`` (the explicit fallback);
-    ``executor``: where simulations run (``threads[:N]``, ``processes[:N]``, ``ray[:ADDRESS]``,
-    or an executor object shared by several graders); ``None``: in the calling thread;
-    ``judge``: the LLM judge of cid009/cid010 answers (settings: one is made, caching its
-    calls in the grade cache); ``parse_route``: how comprehension answers are parsed.
-    ``repos``: the folder (or a ``RepoStore``) where repository-context problems find their
-    repositories; ``None``: ``$CVDP_HEAVY_REPOS_PATH``.
-    ``harness_seed``: the seed every harness runs with (``None``: a fresh one per run).
-    ``verdict``: ``"testbench"`` or ``"testbench+reference"`` (:mod:`cvdp_gym.grading.backed`).
-    """
-    store = repos if isinstance(repos, RepoStore) else RepoStore(repos)
-    runner = HarnessRunner(
-        make_sandbox(sandbox, toolchain=toolchain), RunOptions(limits=Limits(wall_s=timeout_s)), repos=store
-    )
-    if cache is True:
-        cache = GradeCache()
-    elif cache is False:
-        cache = None
-    if isinstance(judge, JudgeSettings):
-        judge = LLMJudge(judge, cache=cache)
-    return Grader(
-        runner, cache=cache, lint=lint, interface=interface, executor=executor, judge=judge, route=parse_route,
-        harness_seed=harness_seed, verdict=verdict,
-    )
+
+def make_grader(sandbox: str | Sandbox | None = None, **fields: Any) -> Grader:
+    """A grader from ``GraderSettings`` fields given as keywords (``sandbox`` may come first),
+    each left out at its default there."""
+    if sandbox is not None:
+        fields["sandbox"] = sandbox
+    return Grader.from_settings(GraderSettings(**fields))
+
+
+def grader_settings(owner: str, settings: GraderSettings | None, options: dict[str, Any]) -> GraderSettings:
+    """``settings`` (None: the defaults) with the environments' grading keywords in ``options``
+    set on them; any other keyword is a ``TypeError``, as an unknown argument of ``owner``."""
+    unknown = sorted(set(options) - set(GRADER_OPTIONS))
+    if unknown:
+        raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+    fields = {GRADER_OPTIONS[name]: value for name, value in options.items()}
+    return dataclasses.replace(settings or GraderSettings(), **fields)
 
 
 class CVDPEnvBase(gym.Env[str, str]):
@@ -124,7 +103,8 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `cache` | **bool, str, Path, GradeCache or None** | `True` | `True`: the default SQLite cache (`~/.cache/cvdp-gym/grades.sqlite`); a path or a `GradeCache`; `False` or `None`: grade without a cache. |
     | `lint` | **bool** | `True` | Run the syntax (lint) stage before simulating. |
     | `interface_check` | **bool** | `True` | Run the interface stage (the ports the harness expects) before simulating. |
-    | `grader` | **Grader or None** | `None` | A ready grader (shared by several environments); when given, `sandbox`, `toolchain`, `timeout_s`, `cache`, `lint`, `interface_check`, `executor`, `judge`, `parse_route`, `repos`, `harness_seed` and `verdict` are not used (its runner's and its own are). |
+    | `grader` | **Grader or None** | `None` | A ready grader (shared by several environments); when given, `settings`, `sandbox`, `toolchain`, `timeout_s`, `cache`, `lint`, `interface_check`, `executor`, `judge`, `parse_route`, `repos`, `harness_seed` and `verdict` are not used (its runner's and its own are). |
+    | `settings` | **GraderSettings or None** | `None` | The grader's settings in one object (:class:`~cvdp_gym.grading.settings.GraderSettings`, whose defaults are the ones listed here); the keywords of this table that describe the grader are set on them. |
     | `executor` | **str, GradeExecutor or None** | `None` | Where simulations run: `'threads[:N]'`, `'processes[:N]'`, `'ray[:ADDRESS]'` or an executor object shared by several graders; `None`: the calling thread. |
     | `judge` | **JudgeSettings, LLMJudge or None** | `None` | The LLM judge of cid009/cid010 answers (an OpenAI-compatible endpoint, :mod:`cvdp_gym.grading.judge`); `None`: those answers are graded `not_judged` (reward 0, `excluded`). Only environments that take comprehension problems use it. |
     | `parse_route` | **str** | `'chat'` | How comprehension answers are parsed: `'chat'`, as the official tool's OpenAI-chat route (JSON repaired first), or `'import'`, its local-import route. |
@@ -146,7 +126,7 @@ class CVDPEnvBase(gym.Env[str, str]):
     | `passed` | **bool** | Every harness test passed. |
     | `failure_class` | **str or None** | None, `format_error`, `build_error`, `interface_error`, `reach_in` (the answer names or opens something outside its design), `test_failure`, `timeout`, `resource_limit`, `undecided` (the reference grader's stages decided nothing), `harness_error`, `infra_error`, `toolchain_gap` (host toolchain only) or `unsupported`; with `verdict='testbench+reference'` also `not_equivalent` or `no_reference`. |
     | `reason` | **str** | One line saying why. |
-    | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`; `passed` is None for a stage that did not run. |
+    | `stages` | **dict[str, dict]** | One `{passed, detail}` per stage, `format`, `syntax`, `interface`, `tests`, then any stage a plug-in adds (:mod:`cvdp_gym.grading.stages`); `passed` is None for a stage that did not run. |
     | `tests` | **dict[str, int]** | cocotb test counts `{total, passed, failed}` (VerilogEval: the test bench's samples, matched and mismatched). |
     | `official` | **dict** | A benchmark's own verdict by its own rule over the whole log (empty for CVDP). |
     | `reference_check` | **dict** | `verdict='testbench+reference'`: the check against the reference of an answer its test bench passed: `verdict` (`equivalent`, `different`, `undecided` or `no_reference`), `reason`, the reference grader's `failure_class`, `formal` and `simulation` verdicts, `label`, `seconds`; empty when none ran. |
@@ -181,25 +161,17 @@ class CVDPEnvBase(gym.Env[str, str]):
         ids: Iterable[str] | None = None,
         categories: Iterable[str] | None = None,
         difficulty: Iterable[str] | str | None = None,
-        sandbox: str | Sandbox = "bubblewrap",
-        toolchain: str | None = None,
         reward: str | RewardFn = "shaped",
         interface_credit: float = 0.0,
-        timeout_s: float = 300.0,
-        cache: bool | str | Path | GradeCache | None = True,
-        lint: bool = True,
-        interface_check: bool = True,
         grader: Grader | None = None,
-        executor: str | GradeExecutor | None = None,
-        judge: JudgeSettings | LLMJudge | None = None,
-        parse_route: str = "chat",
-        repos: str | Path | RepoStore | None = None,
-        harness_seed: int | None = None,
-        verdict: str = TESTBENCH,
-        quality: QualitySettings | dict[str, Any] | str | None = None,
+        settings: GraderSettings | None = None,
         task: str = DESIGN,
         render_mode: str | None = None,
+        **grading: Any,
     ) -> None:
+        """``grading``: the grader's keywords of the Arguments table (``sandbox``, ...,
+        ``quality``), set on ``settings``; any other keyword is a ``TypeError``."""
+        chosen = grader_settings(type(self).__name__, settings, grading)
         if isinstance(dataset, Dataset):
             problems = dataset.problems
         else:
@@ -217,19 +189,15 @@ class CVDPEnvBase(gym.Env[str, str]):
             why = "" if posing.task == DESIGN else " (a verification task needs problems with a reference design)"
             raise ConfigError(f"no {kind} problems in {dataset or 'the bundled set'} with these filters{why}")
         self._by_id = {p.id: p for p in self.problems}
-        self.grader = grader or make_grader(
-            sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache, lint=lint,
-            interface=interface_check, executor=executor, judge=judge, parse_route=parse_route, repos=repos,
-            harness_seed=harness_seed, verdict=verdict,
-        )
+        quality = QualitySettings.of(chosen.quality, reward=reward)
+        if grader is None:
+            grader = Grader.from_settings(dataclasses.replace(chosen, quality=quality))
+        elif quality is not None:
+            grader = grader.with_quality(quality)
+        self.grader = grader
         if self.grader.verdict == BACKED:
             require_references(self.problems)
         self.reward_fn = make_reward(reward, interface_credit=interface_credit)
-        settings = QualitySettings.of(quality, reward=reward)
-        #: The quality stage run on passing answers (``grading.quality``), or None.
-        self.quality = (
-            QualityStage(self.grader.runner.sandbox, settings, cache=self.grader.cache) if settings is not None else None
-        )
         self.render_mode = render_mode
         self.observation_space = UnicodeText(MAX_OBSERVATION_CHARS)
         self.action_space = UnicodeText(MAX_ACTION_CHARS)
@@ -253,10 +221,13 @@ class CVDPEnvBase(gym.Env[str, str]):
             return self._by_id[problem_id]
         return self.problems[int(self.np_random.integers(len(self.problems)))]
 
+    @property
+    def quality(self) -> QualityStage | None:
+        """The grader's quality stage, run on passing answers (``grading.quality``), or None."""
+        return self.grader.quality
+
     def _reward(self, result: GradeResult) -> float:
-        """The reward of a verdict, after the quality stage (when on) measured a passing answer."""
-        if self.quality is not None and self.problem is not None:
-            self.quality.assess(self.problem, result)
+        """The reward of a verdict (the grader's stages, quality included, have run)."""
         return float(self.reward_fn(result))
 
     def _grade_info(self, result: GradeResult, reward: float) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.envs.prompts import single_shot_messages
@@ -26,9 +26,6 @@ from cvdp_gym.grading.grader import Grader
 from cvdp_gym.grading.result import JUDGE_ERROR, NO_REFERENCE, STAGES, GradeResult, Stage
 from cvdp_gym.grading.rewards import RewardFn
 from cvdp_gym.jsonl import read_objects
-
-if TYPE_CHECKING:
-    from cvdp_gym.grading.quality import QualityStage
 
 RESULTS = "results.jsonl"
 RESPONSES = "responses.jsonl"
@@ -111,15 +108,14 @@ def rescore(row: dict[str, Any], reward: RewardFn) -> dict[str, Any]:
 
 class Evaluator:
     """Grades samples through one ``Grader`` (at most ``jobs`` harness answers and
-    ``text_jobs`` comprehension answers at once) and logs each result."""
+    ``text_jobs`` comprehension answers at once) and logs each result; the grader's stages,
+    quality included, make each verdict."""
 
     def __init__(
         self, grader: Grader, reward: RewardFn, out_dir: Path, *, jobs: int = 2, resume: bool = False,
-        on_done: OnDone | None = None, text_jobs: int = TEXT_JOBS, quality: QualityStage | None = None,
+        on_done: OnDone | None = None, text_jobs: int = TEXT_JOBS,
     ) -> None:
         self.grader = grader
-        #: Measures passing answers' design quality (``eval --quality``), or None.
-        self.quality = quality
         self.reward = reward
         self.jobs = max(1, jobs)
         self.text_jobs = max(1, text_jobs)
@@ -194,12 +190,10 @@ class Evaluator:
         return self._finish(result_row(problem, sample, response, grade, self.reward, **extra))
 
     def _grade_one(self, problem: Problem, response: str, files: dict[str, str] | None = None) -> GradeResult:
-        """The verdict, then (with ``quality``) a passing answer's design measured."""
+        """The grader's verdict on ``response``, or on ``files`` when given."""
         if files is None:
-            grade = self.grader.grade_response(problem, response)
-        else:
-            grade = self.grader.grade_files(problem, files)
-        return self.quality.assess(problem, grade) if self.quality is not None else grade
+            return self.grader.grade_response(problem, response)
+        return self.grader.grade_files(problem, files)
 
     def _threads(self) -> ThreadPoolExecutor:
         """Threads that wait on the grader (asyncio's default pool is smaller)."""

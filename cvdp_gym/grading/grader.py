@@ -1,4 +1,4 @@
-"""Staged grading: format → syntax → interface → harness tests.
+"""Staged grading: format → syntax → interface → harness tests → reference → plug-ins' stages → quality.
 
 Comprehension problems (cid006/cid008/cid009/cid010) have no harness: their text answers
 are scored by BLEU/ROUGE-2 or an LLM judge, here in the calling thread
@@ -8,14 +8,16 @@ response with no code costs nothing, a syntax error costs one compile (tens of
 milliseconds), and only a candidate that compiles and declares the right interface costs a
 simulation. Results are cached by content hash, so identical responses are simulated once.
 
-The ``Grader`` does the format stage (extraction) and the cache lookups itself, and sends
-the other stages (``stages.run_stages``) to an executor (``cvdp_gym.execution``) as a job
-(``grade_job``).
+The ``Grader`` does the format stage's extraction and the cache lookups itself, sends the
+stages after extraction (``stages.run_stages``: the one ordered sequence, plug-ins' stages
+included) to an executor (``cvdp_gym.execution``) as a job (``grade_job``), and runs the last
+stage, quality, on the verdict. ``Grader.from_settings`` builds one from ``GraderSettings``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
+from cvdp_gym.data.repos import RepoStore
 from cvdp_gym.errors import WorkerLost
 from cvdp_gym.execution.cache import GradeCache, content_key
 from cvdp_gym.execution.executor_factory import make_executor
@@ -33,6 +36,8 @@ from cvdp_gym.execution.jobs import RunnerSpec
 from cvdp_gym.grading.backed import TESTBENCH, check_verdict
 from cvdp_gym.grading.comprehension import Judge, check_route, grade_comprehension
 from cvdp_gym.grading.grade_job import grade_job
+from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
+from cvdp_gym.grading.quality import QualitySettings, QualityStage
 from cvdp_gym.grading.result import (
     FORMAT_ERROR,
     GRADER_VERSION,
@@ -46,12 +51,14 @@ from cvdp_gym.grading.result import (
     late_result,
 )
 from cvdp_gym.grading.seed_verdicts import combine
-from cvdp_gym.grading.stages import run_stages
+from cvdp_gym.grading.settings import GraderSettings
+from cvdp_gym.grading.stages import StageContext, run_stages, stage_names
 from cvdp_gym.harness.randomness import harness_randomness, problem_randomness
 from cvdp_gym.harness.results import TIMEOUT
-from cvdp_gym.harness.runner import HarnessRunner
+from cvdp_gym.harness.runner import HarnessRunner, RunOptions
 from cvdp_gym.parsers.benchmark_answers import NO_CODE, extract_answer
 from cvdp_gym.parsers.comprehension import ROUTE_CHAT
+from cvdp_gym.sandbox import Limits, make_sandbox
 from cvdp_gym.seeds import seed_list
 
 #: Re-exported for ``from cvdp_gym.grading.grader import ...``; they live in ``result.py``.
@@ -92,6 +99,10 @@ class Grader:
     ``testbench+reference`` (a test-bench pass also needs the answer to be equivalent to the
     problem's reference: :mod:`cvdp_gym.grading.backed`); each grading call may name its own.
     The cache keys a backed verdict apart from a test-bench one.
+
+    ``quality``: the quality stage (:mod:`cvdp_gym.grading.quality`), the last one, run on
+    every verdict this grader gives (a passing answer measured against its reference), after
+    the verdict cache; None: off. ``from_settings`` builds a grader from ``GraderSettings``.
     """
 
     def __init__(
@@ -107,8 +118,10 @@ class Grader:
         harness_seed: int | None = None,
         seeds: int = 1,
         verdict: str = TESTBENCH,
+        quality: QualityStage | None = None,
     ) -> None:
         self.runner = runner or HarnessRunner()
+        self.quality = quality
         self.verdict = check_verdict(verdict)
         self.judge = judge
         self.route = check_route(route)
@@ -123,6 +136,51 @@ class Grader:
         self._waiter: GradeExecutor | None = None  # for deadlines without an executor
         self._waiter_lock = threading.Lock()
 
+    @classmethod
+    def from_settings(cls, settings: GraderSettings) -> Grader:
+        """The grader ``settings`` describe (its runner, cache, judge and quality stage made here)."""
+        runner = HarnessRunner(
+            make_sandbox(settings.sandbox, toolchain=settings.toolchain),
+            RunOptions(limits=Limits(wall_s=settings.timeout_s)),
+            repos=settings.repos if isinstance(settings.repos, RepoStore) else RepoStore(settings.repos),
+        )
+        cache = settings.cache
+        if cache is True:
+            cache = GradeCache()
+        elif cache is False:
+            cache = None
+        cache = GradeCache(cache) if isinstance(cache, (str, Path)) else cache
+        judge = LLMJudge(settings.judge, cache=cache) if isinstance(settings.judge, JudgeSettings) else settings.judge
+        quality = QualitySettings.of(settings.quality)
+        stage = None
+        if quality is not None:
+            quality_cache = settings.quality_cache
+            quality_cache = GradeCache(quality_cache) if isinstance(quality_cache, (str, Path)) else quality_cache
+            stage = QualityStage(runner.sandbox, quality, cache=quality_cache or cache)
+        return cls(
+            runner, cache=cache, lint=settings.lint, interface=settings.interface, executor=settings.executor, judge=judge,
+            route=settings.parse_route, harness_seed=settings.harness_seed, seeds=settings.seeds, verdict=settings.verdict,
+            quality=stage,
+        )
+
+    def with_quality(self, settings: QualitySettings) -> Grader:
+        """This grader (its runner, cache and executor shared) with a quality stage of
+        ``settings`` instead of its own, its measurements in the grade cache; itself when
+        its stage already has them."""
+        if self.quality is not None and self.quality.settings == settings:
+            return self
+        twin = copy.copy(self)
+        twin.quality = QualityStage(self.runner.sandbox, settings, cache=self.cache)
+        return twin
+
+    def _assess(self, problem: Problem, result: GradeResult) -> GradeResult:
+        """The last stage, quality (when on), run on the verdict."""
+        if self.quality is None:
+            return result
+        context = StageContext(problem, result.files, self.runner, verdict=self.verdict, result=result)
+        self.quality.run(context)
+        return context.result or result
+
     def grade_response(
         self, problem: Problem, response: str, *, deadline: float | None = None, seed: int | None = None,
         verdict: str | None = None,
@@ -135,7 +193,7 @@ class Grader:
         ``verdict``: this answer's verdict option (default: the grader's).
         """
         if problem.scoring != SCORING_HARNESS:
-            return self.grade_text(problem, response)
+            return self._assess(problem, self.grade_text(problem, response))
         start = time.monotonic()
         files, info, failed = self._extract(problem, response)
         result = failed or no_code(info, self.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict))
@@ -196,6 +254,7 @@ class Grader:
             result = combine(runs)
         else:
             result = self._grade_once(problem, files, workspace, deadline, seed, verdict)
+        result = self._assess(problem, result)
         result.wall_s = time.monotonic() - start
         return result
 
@@ -255,10 +314,12 @@ class Grader:
         # A benchmark flow's verdict also depends on which flow, simulator and options.
         flow = [problem.grader, problem.toolchain, problem.extra] if problem.flow is not None else []
         backed = [verdict] if verdict != TESTBENCH else []
+        # Plug-ins' stages are part of the verdict (a key without any is as it always was).
+        added = [["stages", list(names)]] if (names := stage_names()) else []
         return content_key(
             GRADER_VERSION, self._fingerprint, self.lint, self.interface,
             problem.harness, problem.context, problem.reference, dict(files),
-            seed if randomised else None, *repo, *flow, *backed,
+            seed if randomised else None, *repo, *flow, *backed, *added,
         )
 
     def _cached(self, key: str | None) -> GradeResult | None:
@@ -351,7 +412,7 @@ class Grader:
 
         async def remote(problem: Problem, response: str) -> GradeResult:
             if problem.scoring != SCORING_HARNESS:
-                return await asyncio.to_thread(self.grade_text, problem, response)
+                return await asyncio.to_thread(lambda: self._assess(problem, self.grade_text(problem, response)))
             start = time.monotonic()
             files, info, result = self._extract(problem, response)
             if result is None and self.seeds > 1 and harness_randomness(problem.harness):
@@ -371,7 +432,7 @@ class Grader:
                     except WorkerLost as exc:
                         result = infra_result(problem, files, str(exc))
                     self._store(key, result)
-                result = no_code(info, result)
+                result = no_code(info, await asyncio.to_thread(self._assess, problem, result))
             result.extraction = info
             result.wall_s = time.monotonic() - start
             return result

@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
 from cvdp_gym.errors import ConfigError
@@ -48,6 +48,9 @@ from cvdp_gym.quality.metrics import Measurement
 from cvdp_gym.quality.scores import score_measurements
 from cvdp_gym.sandbox import Sandbox
 from cvdp_gym.toolchain import quality_tools
+
+if TYPE_CHECKING:
+    from cvdp_gym.grading.stages import StageContext
 
 __all__ = ["FLOWS", "QUALITY_VERSION", "QualitySettings", "QualityStage", "design_pair"]
 
@@ -122,7 +125,10 @@ def design_pair(problem: Problem, files: dict[str, str]) -> tuple[dict[str, str]
 
 
 class QualityStage:
-    """Measures designs on one flow (cached) and scores a passing answer against its reference."""
+    """Measures designs on one flow (cached) and scores a passing answer against its reference:
+    the last grading stage (``grading.stages``), which the ``Grader`` runs on its verdicts."""
+
+    name = "quality"
 
     def __init__(self, sandbox: Sandbox, settings: QualitySettings | None = None, *, cache: GradeCache | None = None) -> None:
         self.sandbox = sandbox
@@ -176,6 +182,11 @@ class QualityStage:
         run = self._runner.run(check.twin, check.answer(result.files))
         verdict = equivalence(run.passed, run.failure_class)
         return "" if verdict == EQUIVALENT else f"the answer is not shown equivalent to the reference ({verdict}: {run.reason[:300]})"
+
+    def run(self, context: StageContext) -> None:
+        """The stage's one interface: ``context.result`` assessed (see ``assess``)."""
+        if context.result is not None:
+            context.result = self.assess(context.problem, context.result)
 
     def assess(self, problem: Problem, result: GradeResult) -> GradeResult:
         """``result`` with its ``quality`` filled (a passing answer measured against its

@@ -7,35 +7,27 @@ so they are made once per distinct set of options and shared (``Grader`` is thre
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from cvdp_gym.data import Dataset, load_dataset
-from cvdp_gym.envs.base import make_grader
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading import Grader
-from cvdp_gym.grading.quality import QualitySettings, QualityStage
+from cvdp_gym.grading.settings import GraderSettings
+
+
+def shared_grader(settings: GraderSettings | None = None, **fields: Any) -> Grader:
+    """One ``Grader`` per distinct settings in this process: ``settings`` (None: the defaults)
+    with ``fields`` set on them, of plain values (names, numbers, ``QualitySettings``: they are
+    the key)."""
+    return _grader(dataclasses.replace(settings or GraderSettings(), **fields))
 
 
 @functools.lru_cache(maxsize=8)
-def shared_grader(
-    sandbox: str = "bubblewrap",
-    toolchain: str | None = None,
-    timeout_s: float = 300.0,
-    cache: bool | str = True,
-) -> Grader:
-    """One ``Grader`` per distinct option set in this process."""
-    return make_grader(sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache)
-
-
-@functools.lru_cache(maxsize=8)
-def shared_quality_stage(grader: Grader, settings: str) -> QualityStage:
-    """One quality stage per grader and settings (JSON of ``QualitySettings.of``'s argument,
-    ``null``: the defaults) in this process, its measurements in the grader's cache."""
-    chosen = QualitySettings.of(json.loads(settings), reward="quality")
-    return QualityStage(grader.runner.sandbox, chosen, cache=grader.cache)
+def _grader(settings: GraderSettings) -> Grader:
+    return Grader.from_settings(settings)
 
 
 @functools.lru_cache(maxsize=8)

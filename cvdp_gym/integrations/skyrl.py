@@ -35,6 +35,7 @@ import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
 from cvdp_gym.errors import ConfigError
+from cvdp_gym.grading.settings import GraderSettings
 from cvdp_gym.integrations._shared import grade_metrics, problems, shared_grader
 
 #: SkyRL env class -> the Gymnasium environment it plays.
@@ -70,7 +71,7 @@ class CVDPTextEnv(BaseTextEnv):
             raise ConfigError("a CVDP row needs a problem_id column (see write_dataset)")
         self.problem_id = str(extras["problem_id"])
         options = dict(env_config or {})
-        grader = shared_grader(**{k: options.pop(k) for k in _GRADER_KEYS if k in options})
+        grader = shared_grader(GraderSettings(**{k: options.pop(k) for k in _GRADER_KEYS if k in options}))
         limit = _TURN_LIMITS.get(gym_id)
         if limit and extras.get("max_turns"):
             self.max_turns = int(extras["max_turns"])

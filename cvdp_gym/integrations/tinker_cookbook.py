@@ -47,6 +47,7 @@ from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.envs.tools import EXECUTE_BASH_TOOL, FINISH_TOOL
 from cvdp_gym.errors import ConfigError
+from cvdp_gym.grading.settings import GraderSettings
 from cvdp_gym.integrations._shared import grade_metrics, problems, shared_grader
 from cvdp_gym.parsers import ToolCall, format_tool_call
 
@@ -69,7 +70,9 @@ class EnvOptions:
     command_timeout_s: float = 60.0
 
     def make(self, agentic: bool) -> SingleShotEnv | AgenticEnv:
-        grader = shared_grader(self.sandbox, self.toolchain, self.timeout_s, self.cache)
+        grader = shared_grader(
+            GraderSettings(sandbox=self.sandbox, toolchain=self.toolchain, timeout_s=self.timeout_s, cache=self.cache)
+        )
         selected = problems(self.dataset, agentic=agentic)
         if agentic:
             return AgenticEnv(

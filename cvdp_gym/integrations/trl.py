@@ -25,6 +25,7 @@ from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.errors import UnknownProblemError
 from cvdp_gym.grading import make_reward
+from cvdp_gym.grading.settings import GraderSettings
 from cvdp_gym.integrations._shared import answer_text, grade_metrics, problems, shared_grader
 from cvdp_gym.parsers import ToolCall, format_tool_call
 
@@ -82,7 +83,7 @@ def reward_function(
         unknown = sorted({pid for pid in problem_id if pid not in by_id})
         if unknown:
             raise UnknownProblemError(f"problem_id not in {dataset!r}: {', '.join(unknown)}")
-        grader = shared_grader(sandbox, toolchain, timeout_s, cache)
+        grader = shared_grader(GraderSettings(sandbox=sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache))
         items = [(by_id[pid], answer_text(c)) for pid, c in zip(problem_id, completions, strict=True)]
         results = await grader.grade_many(items, concurrency=concurrency)
         log_metric = kwargs.get("log_metric")

@@ -42,6 +42,7 @@ from cvdp_gym.data import Dataset, Problem
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.errors import ConfigError, UnavailableError
 from cvdp_gym.grading import GradeResult, make_reward
+from cvdp_gym.grading.settings import GraderSettings
 from cvdp_gym.integrations._shared import grade_metrics, problems, shared_grader
 
 TASKSET_ID = "cvdp_gym_verifiers"
@@ -110,7 +111,7 @@ class CVDPTask(vf.Task[CVDPTaskData, vf.State, CVDPTaskConfig]):
 
     async def _grade_now(self, trace: vf.Trace, runtime: vf.Runtime | None) -> GradeResult:
         config = self.config
-        grader = shared_grader(config.sandbox, config.toolchain, config.timeout_s)
+        grader = shared_grader(GraderSettings(sandbox=config.sandbox, toolchain=config.toolchain, timeout_s=config.timeout_s))
         problem = self.problem()
         if not self.data.agentic:
             replies = [m for m in trace.messages if m.role == "assistant"]

@@ -38,13 +38,14 @@ from typing import Any
 from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.errors import ConfigError, UnknownProblemError
+from cvdp_gym.grading.quality import QualitySettings
 from cvdp_gym.grading.rewards import make_reward_parts, total
+from cvdp_gym.grading.settings import GraderSettings
 from cvdp_gym.integrations._shared import (
     answer_text,
     grade_metrics,
     problems,
     shared_grader,
-    shared_quality_stage,
 )
 from cvdp_gym.service.client import GradingClient
 
@@ -52,6 +53,8 @@ from cvdp_gym.service.client import GradingClient
 URL_ENV = "CVDP_GYM_VERL_URL"
 #: The service's bearer token, as ``cvdp-gym serve`` reads it.
 TOKEN_ENV = "CVDP_GYM_SERVE_TOKEN"
+#: The ``reward_kwargs`` (and agent loop ``env_config`` keys) that set the grader's ``GraderSettings``.
+GRADER_KEYS = ("sandbox", "toolchain", "timeout_s", "cache", "quality")
 #: The ``agent_name`` of agentic rows, under which ``CVDPAgentLoop`` is registered.
 AGENT_NAME = "cvdp_gym_agentic"
 #: The keys of every ``compute_score`` result: always the same set, because veRL stacks each
@@ -89,12 +92,7 @@ def compute_score(
     reward: str = "shaped",
     url: str | None = None,
     token: str | None = None,
-    sandbox: str = "bubblewrap",
-    toolchain: str | None = None,
-    timeout_s: float = 300.0,
-    cache: bool | str = True,
-    quality: dict[str, Any] | str | None = None,
-    **_: Any,
+    **options: Any,
 ) -> dict[str, Any]:
     """veRL's reward function: grade ``solution_str`` for the row's problem.
 
@@ -102,8 +100,10 @@ def compute_score(
     which measures a passing answer's design against the reference with ``quality``'s
     settings, ASIC on Nangate45 by default; through ``url``, the service's) and the
     outcome (``SCORE_KEYS``). The keyword options come from veRL's
-    ``reward.custom_reward_function.reward_kwargs``; keywords veRL adds for reward models
-    are ignored. An unknown problem raises (a wrong dataset, not a bad answer).
+    ``reward.custom_reward_function.reward_kwargs``: the grader's ``sandbox``, ``toolchain``,
+    ``timeout_s``, ``cache`` and ``quality`` (``GraderSettings`` fields, their defaults there);
+    keywords veRL adds for reward models are ignored. An unknown problem raises (a wrong
+    dataset, not a bad answer).
     """
     dataset, problem_id = problem_of(ground_truth, data_source, extra_info)
     url = url or os.environ.get(URL_ENV)
@@ -118,10 +118,9 @@ def compute_score(
     by_id = {p.id: p for p in problems(dataset, agentic=False).problems}
     if problem_id not in by_id:
         raise UnknownProblemError(f"problem_id {problem_id!r} is not a single-shot problem of {dataset!r}")
-    grader = shared_grader(sandbox, toolchain, timeout_s, cache)
-    result = grader.grade_response(by_id[problem_id], answer_text(solution_str))
-    if reward == "quality" or quality is not None:
-        result = shared_quality_stage(grader, json.dumps(quality, sort_keys=True)).assess(by_id[problem_id], result)
+    chosen = {k: v for k, v in options.items() if k in GRADER_KEYS}
+    settings = GraderSettings(**{**chosen, "quality": QualitySettings.of(chosen.get("quality"), reward=reward)})
+    result = shared_grader(settings).grade_response(by_id[problem_id], answer_text(solution_str))
     info = {
         "passed": result.passed, "stages": {s.name: {"passed": s.passed} for s in result.stages},
         "tests": vars(result.tests), "excluded": result.excluded, "infra_failure": result.infra_failure,
@@ -290,7 +289,8 @@ def _agent_loop_class() -> type:
 
 
 def _agentic_env(dataset: str, options: dict[str, Any]) -> AgenticEnv:
-    grader = shared_grader(**{k: options.pop(k) for k in ("sandbox", "toolchain", "timeout_s", "cache") if k in options})
+    # ``quality`` stays an environment option: the environment adds it to the shared grader.
+    grader = shared_grader(GraderSettings(**{k: options.pop(k) for k in GRADER_KEYS if k in options and k != "quality"}))
     options.setdefault("tool_format", "qwen")
     return AgenticEnv(problems(dataset, agentic=True), grader=grader, **options)
 

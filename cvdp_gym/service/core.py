@@ -14,7 +14,6 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -25,9 +24,6 @@ from cvdp_gym.grading import Grader, GradeResult
 from cvdp_gym.grading.rewards import REWARDS
 from cvdp_gym.service.metrics import Metrics
 from cvdp_gym.service.models import GradeAnswer, RewardKind, VerdictKind
-
-if TYPE_CHECKING:
-    from cvdp_gym.grading.quality import QualityStage
 
 #: Routes open without the token: liveness probes and the API's own description.
 OPEN_PATHS = frozenset({
@@ -59,7 +55,9 @@ class ServiceConfig:
     (None: none asked; only allowed on a loopback host, see ``check_host``); ``reward``: the
     reward of a request that names none (NeMo-Gym's rows never do); ``per_client``: grading
     jobs one client may have admitted at once (0: no limit beyond the queue's), a client
-    being its ``X-Client-Id`` header, else its address.
+    being its ``X-Client-Id`` header, else its address. The grader's quality stage (``serve
+    --quality``) measures passing answers' design quality; without one the ``quality`` reward
+    is refused.
     """
 
     grader: Grader
@@ -72,9 +70,6 @@ class ServiceConfig:
     token: str | None = None
     reward: str = "shaped"
     per_client: int = 0
-    #: Measures passing answers' design quality (``serve --quality``), or None: then the
-    #: ``quality`` reward is refused.
-    quality: QualityStage | None = None
     metrics: Metrics = field(default_factory=Metrics)
 
     def check_host(self, host: str) -> None:
@@ -180,10 +175,8 @@ class GradingService:
             waited, ran = time.monotonic() - start, True
             _tell(loop, self._started)
             if files is not None:
-                result = self.grader.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict)
-            else:
-                result = self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed, verdict=verdict)
-            return self.config.quality.assess(problem, result) if self.config.quality is not None else result
+                return self.grader.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict)
+            return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed, verdict=verdict)
 
         job = self._pool.submit(run)
         with self._lock:
@@ -246,7 +239,7 @@ def answer_of(
 
 def reward_refused(config: ServiceConfig, reward: str) -> JSONResponse | None:
     """A 400 for the ``quality`` reward on a service that does not measure quality, else None."""
-    if reward == "quality" and config.quality is None:
+    if reward == "quality" and config.grader.quality is None:
         return error(400, "this service does not measure design quality: start it with --quality asic (or fpga) for the quality reward")
     return None
 

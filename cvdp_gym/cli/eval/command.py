@@ -21,7 +21,9 @@ import typer
 from cvdp_gym.cli._options import (
     DatasetArg,
     console,
+    executor_option,
     fail,
+    grader_of,
     progress_bar,
     repos_note,
 )
@@ -29,7 +31,6 @@ from cvdp_gym.cli.eval.options import EvalOptions
 from cvdp_gym.cli.eval.plans import (
     agentic_plan,
     endpoint_plan,
-    eval_grader,
     eval_judge,
     file_plan,
     reference_plan,
@@ -39,7 +40,6 @@ from cvdp_gym.cli.options import grouped
 
 if TYPE_CHECKING:
     from cvdp_gym.grading.grader import Grader
-    from cvdp_gym.grading.quality import QualityStage
 
 
 @grouped
@@ -71,9 +71,14 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
     if any(p.scoring != "harness" for p in data.problems):
         meta.update(parse_route=_ROUTE_NAMES[judging.parse_route], judge=f"{judging.judge_model} at {judging.judge_base_url}" if judge else "none")
     seed, task_notes = _task_seed(options, data.problems, meta)
-    grader, reward_fn = eval_grader(
-        harness.timeout, options.cache, harness.sandbox, harness.toolchain, harness.executor, jobs, harness.repos,
-        judge=judge, route=judging.parse_route, seed=seed, seeds=harness.seeds, verdict=harness.verdict), make_reward(options.chosen_reward)
+    # One grader for the whole run: no cache unless asked (a cache would hide re-grading);
+    # quality measurements are kept in --cache, else in the run folder.
+    grader = grader_of(harness.grader_settings(
+        cache=options.cache, executor=executor_option(harness.executor, jobs), judge=judge, parse_route=judging.parse_route,
+        harness_seed=seed, quality=options.quality_settings(), quality_cache=options.cache or out / "quality-cache.sqlite",
+    ))
+    reward_fn = make_reward(options.chosen_reward)
+    _quality_meta(grader, meta)
     try:  # everything from here on closes the executor and the judge, however it ends
         if options.references and options.problems.posing.task in BENCH_TASKS:
             sources = {p.id: p for p in dataclasses.replace(options.problems, task=DESIGN).load(dataset)}
@@ -91,9 +96,6 @@ def eval_command(dataset: DatasetArg = "bundled", *, options: EvalOptions) -> No
         if grader.executor is not None:
             jobs = max(jobs, grader.executor.capacity)
         evaluator, extra = (AgenticEvaluator, {}) if options.plays_episodes else (Evaluator, {"jobs": jobs, "text_jobs": judging.judge_concurrency})
-        quality = _quality_stage(options, grader, out, meta)
-        if quality is not None:
-            extra["quality"] = quality
         rows, results_path = _run_with_progress(
             lambda on_done: evaluator(grader, reward_fn, out, resume=options.resume, on_done=on_done, **extra), keys, start
         )
@@ -125,27 +127,17 @@ def _task_seed(options: EvalOptions, problems: list, meta: dict) -> tuple[int | 
     return 0, [f"--task {task}: every answer is scored on the bugs drawn with seed 0 (--seed draws others)"]
 
 
-def _quality_stage(options: EvalOptions, grader: Grader, out: Path, meta: dict) -> QualityStage | None:
-    """The quality stage ``--quality`` asks for (its measurements cached in ``--cache`` or in
-    the run folder), with its settings in ``meta``; None when off. A liberty that is not there
-    is a one-line error (exit 2)."""
-    from cvdp_gym.errors import ConfigError
-    from cvdp_gym.execution.cache import GradeCache
-    from cvdp_gym.grading.quality import QualityStage
-
-    settings = options.quality_settings()
-    if settings is None:
-        return None
-    try:
-        stage = QualityStage(grader.runner.sandbox, settings, cache=GradeCache(options.cache or out / "quality-cache.sqlite"))
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
+def _quality_meta(grader: Grader, meta: dict) -> None:
+    """The grader's quality stage (``--quality``), if any, described in ``meta``."""
+    stage = grader.quality
+    if stage is None:
+        return
+    settings = stage.settings
     meta["quality"] = {"flow": settings.flow, "clock_ns": settings.clock_ns, "tools": "ready" if stage.tools else "absent"}
     if settings.flow == "asic" and stage.liberty is not None:
         meta["quality"]["liberty"] = f"{stage.liberty.name} ({stage.liberty.sha256[:12]})"
     else:
         meta["quality"]["device"] = f"{settings.device} {settings.package}"
-    return stage
 
 
 def _plan(options: EvalOptions, problems: list, grader: Grader, reward_fn: Callable, meta: dict) -> tuple[list[tuple[str, int]], Callable, list[str]]:

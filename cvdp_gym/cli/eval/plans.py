@@ -1,4 +1,4 @@
-"""What ``cvdp-gym eval`` runs: one plan per answer source, and the grader they share.
+"""What ``cvdp-gym eval`` runs: one plan per answer source, and the judge of its comprehension answers.
 
 A :data:`Plan` is ``(keys, start, notes)``: the ``(problem id, sample)`` pairs the run will
 produce, a function that takes the evaluator and returns the coroutine producing them, and
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cvdp_gym.cli._options import executor_option, fail, harness_runner
+from cvdp_gym.cli._options import fail
 
 if TYPE_CHECKING:
     from cvdp_gym.data import Problem
@@ -25,24 +25,6 @@ if TYPE_CHECKING:
     from cvdp_gym.grading.judge import LLMJudge
 
 Plan = tuple[list[tuple[str, int]], Callable, list[str]]
-
-
-def eval_grader(
-    timeout: float, cache: Path | None, sandbox: str, toolchain: str | None, executor: str | None, jobs: int,
-    repos: Path | None = None, *, judge: LLMJudge | None = None, route: str = "chat",
-    seed: int | None = None, seeds: int = 1, verdict: str = "testbench",
-) -> Grader:
-    """One grader for the whole run (no cache unless asked: a cache would hide re-grading);
-    ``repos`` holds repository-context problems' repositories; ``judge`` and ``route`` score
-    comprehension answers; ``seed``/``seeds``: the harness seed and how many seeds an answer
-    to a randomised harness is graded with (``Grader``'s ``harness_seed`` and ``seeds``);
-    ``verdict``: the verdict option (:mod:`cvdp_gym.grading.backed`)."""
-    from cvdp_gym.grading import Grader
-
-    return Grader(
-        harness_runner(sandbox, toolchain, timeout, repos), cache=cache, executor=executor_option(executor, jobs),
-        judge=judge, route=route, harness_seed=seed, seeds=seeds, verdict=verdict,
-    )
 
 
 def eval_judge(base_url: str | None, model: str, concurrency: int, retries: int, retry_wait: float, cache: Path) -> LLMJudge | None:

@@ -15,10 +15,11 @@ import pytest
 import cvdp_gym  # noqa: F401  (registers the environments)
 from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.assertion import AssertionEnv
-from cvdp_gym.envs.base import CVDPEnvBase
+from cvdp_gym.envs.base import GRADER_OPTIONS, CVDPEnvBase
 from cvdp_gym.envs.refine import RefineEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.envs.testbench import TestbenchEnv
+from cvdp_gym.grading.settings import GraderSettings
 
 ENVS = {
     "CVDP-SingleShot-v0": SingleShotEnv, "CVDP-Refine-v0": RefineEnv, "CVDP-Agentic-v0": AgenticEnv,
@@ -66,6 +67,12 @@ def own_parameters(cls: type) -> dict[str, inspect.Parameter]:
     params = dict(inspect.signature(cls.__init__).parameters)
     params.pop("self")
     params = {n: p for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if cls is CVDPEnvBase:  # the grader's keywords, taken by ``**grading`` with ``GraderSettings``'s defaults
+        defaults = GraderSettings()
+        params.update(
+            (name, inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, field)))
+            for name, field in GRADER_OPTIONS.items()
+        )
     if cls is not CVDPEnvBase:
         base = inspect.signature(CVDPEnvBase.__init__).parameters
         params = {n: p for n, p in params.items() if n not in base}

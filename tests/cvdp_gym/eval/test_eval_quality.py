@@ -69,7 +69,7 @@ def test_the_service_answers_quality_and_refuses_the_reward_where_it_does_not_me
     adder = data["rtllm-v2.adder_4bit"]
     grader = Grader(runner, cache=GradeCache(tmp_path / "grades.sqlite"))
     stage = QualityStage(runner.sandbox, QualitySettings(liberty=LIBERTY), cache=grader.cache)
-    measured = ServedApp(create_app(ServiceConfig(grader, data, workers=1, quality=stage)))
+    measured = ServedApp(create_app(ServiceConfig(Grader(runner, cache=grader.cache, quality=stage), data, workers=1)))
     plain = ServedApp(create_app(ServiceConfig(grader, data, workers=1)))
     try:
         right = {"problem_id": adder.id, "files": dict(adder.reference), "reward": "quality"}
