@@ -47,7 +47,7 @@ PINNED_ALL = {
     ],
     "cvdp_gym.execution": ["GradeCache", "GradeExecutor", "ProcessExecutor", "ThreadExecutor", "make_executor"],
     "cvdp_gym.grading": [
-        "FORMAT_ERROR", "GradeResult", "Grader", "INTERFACE_ERROR", "JudgeSettings", "LLMJudge",
+        "FORMAT_ERROR", "GradeResult", "Grader", "GraderSettings", "INTERFACE_ERROR", "JudgeSettings", "LLMJudge",
         "REWARDS", "Stage", "make_reward",
     ],
     "cvdp_gym.harness": [

@@ -1,4 +1,5 @@
-"""Staged grading of answers (format → syntax → interface → tests) and rewards; comprehension
+"""Staged grading of answers (one stage sequence: format → syntax → interface → tests → reference →
+a plug-in's stages → quality), built from one ``GraderSettings``, and rewards; comprehension
 answers scored as the official tool scores them (BLEU/ROUGE-2, an LLM judge). What runs the
 stages and keeps their results (executors, the cache) is ``cvdp_gym.execution``."""
 
@@ -6,6 +7,7 @@ from cvdp_gym.grading.grader import Grader
 from cvdp_gym.grading.judge import JudgeSettings, LLMJudge
 from cvdp_gym.grading.result import FORMAT_ERROR, INTERFACE_ERROR, GradeResult, Stage
 from cvdp_gym.grading.rewards import REWARDS, make_reward
+from cvdp_gym.grading.settings import GraderSettings
 
 __all__ = [
     "FORMAT_ERROR",
@@ -13,6 +15,7 @@ __all__ = [
     "REWARDS",
     "GradeResult",
     "Grader",
+    "GraderSettings",
     "JudgeSettings",
     "LLMJudge",
     "Stage",
