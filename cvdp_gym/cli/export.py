@@ -49,7 +49,7 @@ def export_harbor(
 ) -> None:
     """Write a Harbor task folder per problem (task.toml, instruction.md, environment/, tests/, solution/)."""
     from cvdp_gym.errors import ConfigError
-    from cvdp_gym.integrations.harbor import export_tasks
+    from cvdp_gym.integrations.harbor import export_tasks, fold_harness
     from cvdp_gym.sandbox.docker_images import OFFICIAL_IMAGE
 
     data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
@@ -61,6 +61,11 @@ def export_harbor(
         raise fail(str(exc)) from None
     for problem_id, reason in sorted(left_out.items()):
         console.print(f"[yellow]left out[/] {problem_id}: {reason}", soft_wrap=True)
+    exported = {folder.name for folder in written}
+    for problem in data.problems:
+        reason = fold_harness(problem).reason if problem.id in exported else None
+        if reason:
+            console.print(f"[yellow]not one container[/] {problem.id}: {reason} (task.toml: one_container = false)", soft_wrap=True)
     console.print(f"wrote {len(written)} Harbor task folders to {out}")
 
 

@@ -13,6 +13,7 @@ Each folder (``write_task``)::
     instruction.md       the problem as cvdp-gym's environments present it, and where to answer
     environment/         Dockerfile (FROM the simulation image, cvdp-gym installed) + workspace/
     tests/test.sh        grades /code with cvdp-gym's grader: python3 -m cvdp_gym.integrations.harbor
+                         (the harness's compose services, one after another, in this one container)
     tests/problem.json   the whole problem record (harness included; the agent never sees tests/)
     solution/solve.sh    writes the reference answer into /code (Harbor's oracle agent)
 
@@ -22,18 +23,30 @@ workspace is graded as ``CVDP-Agentic-v0`` grades it); a comprehension problem's
 to ``/code/response.txt``. ``grade_task`` is what ``test.sh`` runs: it writes ``reward.json``
 (``reward``, the reward's parts, ``passed``; numbers only, as Harbor requires) and
 ``grade.json`` (the full verdict) into the verifier's log folder.
+
+One container: a task has no ``environment/docker-compose.yaml``, so Harbor's single-container
+providers (Modal, E2B, Runloop, Tensorlake...) run it. The harness's compose services are
+folded into the task's one image (``fold_harness``): each names the simulation image (or its
+place-and-route twin, which the same root carries), and ``test.sh`` runs them one after
+another in that container. A problem whose services cannot share it (a service on another
+image, a Dockerfile step the image does not replay, a service that needs another running
+beside it) is still written, labelled ``one_container = false`` with
+``one_container_reason`` in ``task.toml``'s ``[metadata]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib.metadata
 import json
 import shlex
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
+
+import yaml
 
 from cvdp_gym.data import Dataset, Problem, load_dataset
 from cvdp_gym.data.problems import SCORING_HARNESS, RepoRef
@@ -43,6 +56,8 @@ from cvdp_gym.envs.prompts import agent_task, single_shot_messages
 from cvdp_gym.errors import ConfigError, UsageError
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.grading.rewards import make_reward_parts, total
+from cvdp_gym.harness.compose import HarnessError, parse_services
+from cvdp_gym.harness.runner import installed_distributions
 from cvdp_gym.sandbox.container import ContainerSandbox
 from cvdp_gym.sandbox.docker_images import OFFICIAL_IMAGE
 from cvdp_gym.sandbox.paths import write_tree
@@ -110,6 +125,51 @@ def exportable(problem: Problem) -> str | None:
     return None
 
 
+#: Compose keys by which a service needs another container running beside it (a server it
+#: talks to); the task's one container runs the services one after another.
+BESIDE_ANOTHER = ("depends_on", "links")
+
+
+@dataclasses.dataclass(frozen=True)
+class Folding:
+    """How a problem's harness fits the task's one container: its compose services (which
+    ``tests/test.sh`` runs one after another there), the images they name (each stood for by
+    the simulation image the task's image is built ``FROM``), and why they cannot, or None."""
+
+    services: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+@functools.cache
+def simulation_packages() -> Mapping[str, Mapping[str, str]]:
+    """The cocotb environments' packages of the simulation root here, the root a task's
+    image is built ``FROM``: what a harness Dockerfile's ``pip install`` must find there."""
+    return installed_distributions(detect())
+
+
+def fold_harness(problem: Problem, packages: Mapping[str, Mapping[str, str]] | None = None) -> Folding:
+    """The harness's services folded into the task's one container, or why they cannot be
+    (``packages``: the image's Python packages, default ``simulation_packages()``). A benchmark
+    flow or a text answer has no services: it folds as it is."""
+    if problem.flow is not None or problem.scoring != SCORING_HARNESS:
+        return Folding()
+    try:
+        services = parse_services(problem.harness, simulation_packages() if packages is None else packages)
+    except HarnessError as exc:
+        return Folding(reason=f"its docker-compose.yml cannot be read: {exc}")
+    folded = Folding(tuple(s.name for s in services), tuple(dict.fromkeys(s.image for s in services)))
+    for service in services:
+        if service.unsupported:
+            return dataclasses.replace(folded, reason=f"service {service.name!r} needs more than the simulation image: {service.unsupported}")
+    compose = next(text for path, text in problem.harness.items() if PurePosixPath(path).name == "docker-compose.yml")
+    for name, spec in yaml.safe_load(compose)["services"].items():
+        beside = [key for key in BESIDE_ANOTHER if key in spec]
+        if beside:
+            return dataclasses.replace(folded, reason=f"service {name!r} needs another container running beside it ({', '.join(beside)})")
+    return folded
+
+
 def instruction(problem: Problem) -> str:
     """The task as one text: the problem as the environments present it, then where to answer."""
     if problem.agentic:
@@ -146,6 +206,10 @@ def _toml_value(value: Any) -> str:
 def task_toml(problem: Problem, *, agent_timeout_s: float, verifier_timeout_s: float, reward: str) -> str:
     meta = {k: v for k, v in problem.metadata().items() if v is not None and not isinstance(v, dict)}
     meta.update(cvdp_gym_version=version(), reward=reward)
+    folding = fold_harness(problem)
+    meta.update(one_container=folding.reason is None, harness_services=folding.services, harness_images=folding.images)
+    if folding.reason:
+        meta["one_container_reason"] = folding.reason
     sections = {
         "task": {
             "name": f"cvdp-gym/{problem.id}",
@@ -169,6 +233,8 @@ def dockerfile(problem: Problem, *, base_image: str, install: str) -> str:
         f"# {problem.id}: the simulation image (Icarus, Verilator, Yosys, cocotb) with cvdp-gym, whose\n"
         "# grader tests/test.sh runs. Base: the official nvidia/cvdp-sim image, or cvdp-gym's stand-in\n"
         "# (`cvdp-gym toolchain docker-image`); either is the root filesystem the grader runs on.\n"
+        "# One container: the harness's compose services run one after another in it (task.toml's\n"
+        "# [metadata] harness_services); the harness itself comes in with tests/ at verification.\n"
         f"FROM {base_image}\n"
         f"RUN {install}\n"
         f"RUN mkdir -p {IMAGE_TOOLCHAIN} && ln -sfn / {IMAGE_TOOLCHAIN}/root\n"
