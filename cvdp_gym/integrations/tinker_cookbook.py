@@ -68,6 +68,10 @@ class EnvOptions:
     cache: bool | str = True
     max_turns: int = 20
     command_timeout_s: float = 60.0
+    #: The grader's reward in the episode's return is ``reward_coef * reward`` (0: the
+    #: return is 0, as in on-policy distillation from a teacher alone; the grade is still
+    #: in the metrics).
+    reward_coef: float = 1.0
 
     def make(self, agentic: bool) -> SingleShotEnv | AgenticEnv:
         grader = shared_grader(
@@ -103,7 +107,7 @@ class CVDPSingleShotEnv(Env):
         answer = renderers.get_text_content(message)
         _, reward, _, _, info = await asyncio.to_thread(self._env.step, answer)
         return StepResult(
-            reward=reward,
+            reward=self.options.reward_coef * reward,
             episode_done=True,
             next_observation=tinker.ModelInput.empty(),
             next_stop_condition=self.renderer.get_stop_sequences(),
@@ -174,7 +178,7 @@ class CVDPAgenticEnv(Env):
             logs |= {"failure_class": str(info["failure_class"]), "end_reason": info["end_reason"]}
             self._env.close()
         return StepResult(
-            reward=reward,
+            reward=self.options.reward_coef * reward,
             episode_done=done,
             next_observation=next_prompt,
             next_stop_condition=self.renderer.get_stop_sequences(),
@@ -280,6 +284,7 @@ class CVDPDatasetBuilder(RLDatasetBuilder):
     categories: tuple[str, ...] | None = None
     difficulty: tuple[str, ...] | None = None
     reward: str = "shaped"
+    reward_coef: float = 1.0
     sandbox: str = "bubblewrap"
     toolchain: str | None = None
     timeout_s: float = 300.0
@@ -294,7 +299,7 @@ class CVDPDatasetBuilder(RLDatasetBuilder):
         )
         options = EnvOptions(
             dataset=self.dataset, reward=self.reward, sandbox=self.sandbox, toolchain=self.toolchain,
-            timeout_s=self.timeout_s, max_turns=self.max_turns,
+            timeout_s=self.timeout_s, max_turns=self.max_turns, reward_coef=self.reward_coef,
         )
         dataset = CVDPDataset(
             selected.ids, renderer, batch_size=self.batch_size, group_size=self.group_size,

@@ -71,6 +71,16 @@ def test_single_shot_group_rollout_graded_by_the_simulator(renderer, toolchain) 
     assert prompt.startswith("<|im_start|>system") and prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
 
+def test_reward_coef_scales_the_return_and_keeps_the_grade(renderer, toolchain) -> None:
+    from cvdp_gym.integrations.tinker_cookbook import EnvOptions
+
+    reference = load_dataset("bundled")[SINGLE].reference["rtl/traffic_light.sv"]
+    builder = CVDPEnvGroupBuilder(SINGLE, renderer, group_size=1, options=EnvOptions(reward_coef=0.0))
+    group = asyncio.run(do_group_rollout(builder, ScriptedPolicy(renderer, [f"```systemverilog\n{reference}\n```"])))
+    assert group.get_total_rewards() == [0.0]
+    assert group.trajectories_G[0].transitions[0].metrics["passed"] == 1.0
+
+
 def test_agentic_rollout_with_tool_calls(renderer, toolchain) -> None:
     reference = load_dataset("bundled")[AGENTIC].reference["rtl/pwm_gen.sv"]
     turns = [

@@ -10,6 +10,8 @@ saved as *external weights* in Tinker's PEFT-style layout (output head named
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import datetime
 import json
 import shutil
@@ -18,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from tinker import types
+from tinker import APIFuture, types
 
 from rtl_trainer.backends.local import LocalServiceClient
 
@@ -46,8 +48,9 @@ class Recorder:
         return [args for name, args in self.calls if name == method]
 
 
-class TrackedFuture:
-    """An ``APIFuture``-like value that remembers whether ``result()`` was called."""
+class TrackedFuture(APIFuture[Any]):
+    """The SDK's ``APIFuture`` (``result()``, ``await``) over a local call or a value,
+    remembering whether it was waited on."""
 
     def __init__(self, method: str, inner: Any, value: Any) -> None:
         self.method, self._inner, self._value = method, inner, value
@@ -56,6 +59,17 @@ class TrackedFuture:
     def result(self, timeout: float | None = None) -> Any:
         self.awaited = True
         return self._value if self._inner is None else self._inner.result(timeout)
+
+    async def result_async(self, timeout: float | None = None) -> Any:
+        self.awaited = True
+        return await asyncio.wait_for(asyncio.wrap_future(self.future()), timeout)
+
+    def future(self) -> concurrent.futures.Future[Any]:
+        if self._inner is not None:
+            return self._inner.future()
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        done.set_result(self._value)
+        return done
 
 
 class StandInSamplingClient:
@@ -92,9 +106,13 @@ class StandInTrainingClient:
         self._rec.record("optim_step", adam_params=adam_params)
         return self._rec.future("optim_step", self._local.optim_step(adam_params))
 
-    def save_state(self, name: str):
-        self._rec.record("save_state", name=name)
+    def save_state(self, name: str, ttl_seconds: int | None = None, **kw: Any):
+        self._rec.record("save_state", name=name, ttl_seconds=ttl_seconds, **kw)
         return self._rec.future("save_state", self._local.save_state(name))
+
+    def save_weights_for_sampler(self, name: str, ttl_seconds: int | None = None, **kw: Any):
+        self._rec.record("save_weights_for_sampler", name=name, ttl_seconds=ttl_seconds, **kw)
+        return self._rec.future("save_weights_for_sampler", self._local.save_weights_for_sampler(name))
 
     def load_state(self, path: str):
         self._rec.record("load_state", path=path)
@@ -209,6 +227,14 @@ class StandInServiceClient:
         self.rec.record("create_sampling_client", model_path=model_path, base_model=base_model, **kw)
         local = self._local.create_sampling_client(model_path=model_path, base_model=base_model)
         return self.rec.future("create_sampling_client", value=StandInSamplingClient(local, self.rec))
+
+    def __enter__(self) -> StandInServiceClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
+        """As the SDK: closes the session, ``success`` unless an exception left the block."""
+        status = "success" if exc_type is None else "errored" if issubclass(exc_type, Exception) else "interrupted"
+        self.close(status).result()
 
     def close(self, status: Literal["success", "errored", "interrupted"], detail: str | None = None):
         """As the SDK: finishes the session with ``status``; a future of None."""
