@@ -8,8 +8,9 @@ as not judged, never as a reward of 0, and leaves it out of its batch or statist
 - the Gymnasium environment's ``info`` and ``rtl-train``'s pool, groups and step metrics;
 - the service's ``/v1/grade``, NeMo-Gym's ``/verify`` and ``/aggregate_metrics`` over real
   HTTP, the answers read by NeMo-Gym's own models;
-- TRL's reward function (None), OpenEnv's app and client (reward None), verifiers' rollout
-  (a failed trace), tinker-cookbook's ``RetryOnFailure`` (a ``RolloutError``, played again).
+- TRL's reward function (None) and one real ``GRPOTrainer`` step fed that group, OpenEnv's
+  app and client (reward None), verifiers' rollout (a failed trace), tinker-cookbook's
+  ``RetryOnFailure`` (a ``RolloutError``, played again).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 from cvdp_gym.data import load_dataset
 from cvdp_gym.execution.cache import GradeCache
-from cvdp_gym.grading import Grader
+from cvdp_gym.grading import Grader, make_reward
 from cvdp_gym.harness import HarnessRunner
 from tests.support import BUNDLED, RefusingSandbox
 
@@ -35,6 +36,9 @@ pytestmark = pytest.mark.sandbox
 # verifiers its test skips.
 with contextlib.suppress(pytest.skip.Exception):
     from tests.cvdp_gym.integrations.test_verifiers import endpoint  # noqa: F401
+# The tiny Qwen3 model TRL's test trains (a module fixture); without TRL its test skips.
+with contextlib.suppress(pytest.skip.Exception):
+    from tests.cvdp_gym.integrations.test_trl import tiny_model_dir  # noqa: F401
 
 PROBLEM_ID, TARGET = "cvdp_gym_traffic_light_0001", "rtl/traffic_light.sv"  # the cheapest bundled harness
 #: The sandbox dies grading any answer that carries this line.
@@ -140,6 +144,44 @@ def test_trl_reward_function_gives_none(dying) -> None:
     # statistics and the update (``_calculate_rewards``: None -> NaN, nan-aware means).
     assert rewards == [None, pytest.approx(WRONG_REWARD)]
     assert logged == {"cvdp/infra_failures": 1.0, "cvdp/pass_rate": 0.0, "cvdp/format_rate": 1.0, "cvdp/syntax_rate": 1.0}
+
+
+def test_a_trl_grpo_step_leaves_the_answer_out_of_its_statistics(dying, tmp_path, request, monkeypatch) -> None:
+    """One real ``GRPOTrainer`` step on a tiny model whose group is the answer the sandbox
+    dies on and a judged one (TRL's ``rollout_func`` plays them): TRL's own reward
+    statistics are the judged answer's alone."""
+    pytest.importorskip("trl")
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    from cvdp_gym.integrations.trl import grpo_dataset, reward_function
+    from tests.cvdp_gym.integrations.test_trl import grpo_args, short_prompts
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16
+    model_dir = request.getfixturevalue("tiny_model_dir")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    # Short answers (a long one costs the 151k-token vocabulary per token on CPU): the first
+    # dies with the sandbox, the second compiles and fails the interface stage, a real verdict.
+    dies, judged = (f"```systemverilog\nmodule traffic_light(input clk);\nendmodule\n{tail}```" for tail in (MARKER + "\n", ""))
+    judged_grade = Grader(HarnessRunner(dying)).grade_response(PROBLEM, judged)
+    assert not judged_grade.infra_failure
+
+    def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        texts = [dies if i % 2 == 0 else judged for i in range(len(prompts))]
+        prompt_ids = [tokenizer(tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False))["input_ids"] for p in prompts]
+        completion_ids = [tokenizer(t + "<|im_end|>")["input_ids"] for t in texts]
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": [[0.0] * len(c) for c in completion_ids]}
+
+    trainer = GRPOTrainer(
+        model=str(model_dir), reward_funcs=reward_function("shaped", sandbox=dying, cache=False),
+        args=grpo_args(tmp_path, max_completion_length=64), train_dataset=short_prompts(grpo_dataset("bundled", ids=[PROBLEM_ID])),
+        processing_class=tokenizer, rollout_func=rollout,
+    )
+    trainer.train()
+    logs = {k: v for entry in trainer.state.log_history for k, v in entry.items()}
+    expected = make_reward("shaped")(judged_grade)
+    assert expected > 0 and logs["reward"] == pytest.approx(expected)  # a reward of 0 beside it would halve the mean
+    assert logs["rewards/cvdp_shaped/mean"] == pytest.approx(expected) and logs["cvdp/infra_failures"] == 1.0
 
 
 def test_openenv_step_has_no_reward(grader) -> None:
