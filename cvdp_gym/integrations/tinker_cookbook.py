@@ -170,7 +170,8 @@ class CVDPAgenticEnv(Env):
                 terminated, stop_reason = True, StopReason.CONTEXT_OVERFLOW
                 next_prompt = tinker.ModelInput.empty()
         done = terminated or truncated
-        if done:
+        if done and info.get("infra_failure"):
+            self._env.close()  # its workspace: the trajectory fails here
             not_judged(info)
         metrics: dict[str, float] = {"turn": float(info["turn"]), "malformed_calls": float(info["malformed_calls"])}
         logs: dict[str, str | int | float] = {"problem_id": self.problem_id}
