@@ -350,11 +350,16 @@ class Grader:
             with self._waiter_lock:
                 if self._waiter is None:
                     self._waiter = ThreadExecutor(workers=64)
-            executor = self._waiter
+            # A thread of this process (a deadline, no executor): this grader's own runner, its
+            # sandbox the object it was given, not one rebuilt from the sandbox's name.
+            return self._waiter.submit(self._stages_here, problem, dict(files), seed, verdict)
         check_nodes = getattr(executor, "check_nodes", None)
         if callable(check_nodes):
             check_nodes(self._spec)
         return executor.submit(grade_job, self._spec, self.lint, self.interface, problem, dict(files), seed, verdict)
+
+    def _stages_here(self, problem: Problem, files: dict[str, str], seed: int | None, verdict: str) -> dict[str, Any]:
+        return self.grade_here(problem, files, seed=seed, verdict=verdict).to_dict()
 
     def _wait(
         self, problem: Problem, files: Mapping[str, str], future: Future[dict[str, Any]], deadline: float | None

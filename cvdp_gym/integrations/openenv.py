@@ -129,9 +129,12 @@ class CVDPEnvironment(Environment[CVDPAction, CVDPObservation, CVDPState]):
         self._state.step_count += 1
         self._state.done = done
         info = _json_safe(info)
+        # An answer the grader could not judge (the sandbox died) has no reward: OpenEnv's
+        # ``reward`` None, and ``info["infra_failure"]`` says why; never a reward of 0.
+        judged = not info.get("infra_failure")
         return CVDPObservation(
             text=observation, messages=info.get("tool_messages", []), info=info, metadata=info,
-            reward=float(reward), done=done,
+            reward=float(reward) if judged else None, done=done,
         )
 
     @property

@@ -16,7 +16,8 @@ answer's text (thinking removed by the renderer) is graded. Agentic: the rendere
 the turn's tool calls (any renderer with tool support: Qwen3, Qwen3.5, gpt-oss, ...); each
 call is handed to the environment in one canonical text form, and the tool results come
 back as ``tool`` messages rendered by the same renderer. Grading runs on worker threads
-(``asyncio.to_thread``) so a group's episodes are graded concurrently.
+(``asyncio.to_thread``) so a group's episodes are graded concurrently. An answer the
+grader could not judge fails its trajectory (``GradingError``), never a reward of 0.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import chz
 import tinker
@@ -46,7 +48,7 @@ from tinker_cookbook.tokenizer_utils import get_tokenizer
 from cvdp_gym.envs.agentic import AgenticEnv
 from cvdp_gym.envs.single_shot import SingleShotEnv
 from cvdp_gym.envs.tools import EXECUTE_BASH_TOOL, FINISH_TOOL
-from cvdp_gym.errors import ConfigError
+from cvdp_gym.errors import ConfigError, GradingError
 from cvdp_gym.grading.settings import GraderSettings
 from cvdp_gym.integrations._shared import grade_metrics, problems, shared_grader
 from cvdp_gym.parsers import ToolCall, format_tool_call
@@ -106,6 +108,7 @@ class CVDPSingleShotEnv(Env):
         message, _ = self.renderer.parse_response(action)
         answer = renderers.get_text_content(message)
         _, reward, _, _, info = await asyncio.to_thread(self._env.step, answer)
+        not_judged(info)
         return StepResult(
             reward=self.options.reward_coef * reward,
             episode_done=True,
@@ -171,6 +174,9 @@ class CVDPAgenticEnv(Env):
                 terminated, stop_reason = True, StopReason.CONTEXT_OVERFLOW
                 next_prompt = tinker.ModelInput.empty()
         done = terminated or truncated
+        if done and info.get("infra_failure"):
+            self._env.close()  # its workspace: the trajectory fails here
+            not_judged(info)
         metrics: dict[str, float] = {"turn": float(info["turn"]), "malformed_calls": float(info["malformed_calls"])}
         logs: dict[str, str | int | float] = {"problem_id": self.problem_id}
         if done:
@@ -185,6 +191,16 @@ class CVDPAgenticEnv(Env):
             metrics=metrics,
             logs=logs,
         )
+
+
+def not_judged(info: dict[str, Any]) -> None:
+    """Raise ``GradingError`` when the grader could not judge the answer (``infra_failure``:
+    the sandbox died, a lost worker): the cookbook's way to fail a trajectory. Its
+    ``RetryOnFailure`` (``rollout_error_tolerance=True``) records a ``RolloutError`` and plays
+    the episode again in a fresh env, so no reward of 0 enters the group's advantages;
+    ``FailFast`` stops the run."""
+    if info.get("infra_failure"):
+        raise GradingError(f"the grader could not judge the answer ({info['failure_class']}): {info['reason']}")
 
 
 def turn_text(message: renderers.Message) -> str:

@@ -71,28 +71,34 @@ def reward_function(
 
     It grades the whole batch concurrently (``Grader.grade_many``, at most ``concurrency``
     harness runs at once) and is async, so TRL runs it alongside other async rewards. It
-    logs ``cvdp/pass_rate``, ``cvdp/format_rate`` and ``cvdp/syntax_rate``. A completion
-    whose ``problem_id`` is unknown raises (a wrong dataset, not a bad answer).
+    logs ``cvdp/pass_rate``, ``cvdp/format_rate`` and ``cvdp/syntax_rate`` over the judged
+    completions, and ``cvdp/infra_failures``. A completion the grader could not judge
+    (``infra_failure``: the sandbox died) gets None, which ``GRPOTrainer`` leaves out of its
+    group baseline, its reward statistics and the update (advantage 0). A completion whose
+    ``problem_id`` is unknown raises (a wrong dataset, not a bad answer).
     """
     score = make_reward(reward, interface_credit=interface_credit)
     by_id = {p.id: p for p in problems(dataset, agentic=False).problems}
 
     async def cvdp_reward(
         prompts: Sequence[Any], completions: Sequence[Any], problem_id: Sequence[str], **kwargs: Any
-    ) -> list[float]:
+    ) -> list[float | None]:
         unknown = sorted({pid for pid in problem_id if pid not in by_id})
         if unknown:
             raise UnknownProblemError(f"problem_id not in {dataset!r}: {', '.join(unknown)}")
         grader = shared_grader(GraderSettings(sandbox=sandbox, toolchain=toolchain, timeout_s=timeout_s, cache=cache))
         items = [(by_id[pid], answer_text(c)) for pid, c in zip(problem_id, completions, strict=True)]
         results = await grader.grade_many(items, concurrency=concurrency)
+        judged = [r for r in results if not r.infra_failure]
         log_metric = kwargs.get("log_metric")
         if log_metric is not None and results:
-            n = len(results)
-            log_metric("cvdp/pass_rate", sum(r.passed for r in results) / n)
-            log_metric("cvdp/format_rate", sum(r.format_ok for r in results) / n)
-            log_metric("cvdp/syntax_rate", sum(r.syntax_ok for r in results) / n)
-        return [float(score(r)) for r in results]
+            log_metric("cvdp/infra_failures", float(len(results) - len(judged)))
+            if judged:
+                n = len(judged)
+                log_metric("cvdp/pass_rate", sum(r.passed for r in judged) / n)
+                log_metric("cvdp/format_rate", sum(r.format_ok for r in judged) / n)
+                log_metric("cvdp/syntax_rate", sum(r.syntax_ok for r in judged) / n)
+        return [None if r.infra_failure else float(score(r)) for r in results]
 
     cvdp_reward.__name__ = f"cvdp_{reward if isinstance(reward, str) else 'custom'}"
     return cvdp_reward
@@ -171,17 +177,22 @@ class AgenticToolEnv:
 
 def agentic_reward_function(*, log: bool = True) -> Callable[..., Any]:
     """The reward for ``AgenticToolEnv`` rollouts: ends each episode with the model's last
-    assistant message and returns the environment's return (its ``reward`` option)."""
+    assistant message and returns the environment's return (its ``reward`` option); None for
+    an episode whose final grade the grader could not judge (``info["infra_failure"]``),
+    which ``GRPOTrainer`` leaves out of its statistics and its update."""
 
     def cvdp_agentic(
         prompts: Sequence[Any], completions: Sequence[Any], environments: Sequence[AgenticToolEnv], **kwargs: Any
-    ) -> list[float]:
-        rewards, infos = [], []
+    ) -> list[float | None]:
+        rewards: list[float | None] = []
+        infos = []
         for completion, env in zip(completions, environments, strict=True):
             final = completion[-1] if isinstance(completion, list) and completion else completion
             reward, info = env._end(answer_text(final))
-            rewards.append(float(reward))
-            infos.append(grade_metrics(info))
+            judged = not info.get("infra_failure")
+            rewards.append(float(reward) if judged else None)
+            if judged:
+                infos.append(grade_metrics(info))
         log_metric = kwargs.get("log_metric")
         if log and log_metric is not None and infos:
             log_metric("cvdp/pass_rate", sum(i["passed"] for i in infos) / len(infos))

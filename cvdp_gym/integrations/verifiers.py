@@ -134,12 +134,20 @@ class CVDPTask(vf.Task[CVDPTaskData, vf.State, CVDPTaskConfig]):
             "passed": result.passed,
             "stages": {s.name: {"passed": s.passed} for s in result.stages},
             "tests": {"passed": result.tests.passed, "total": result.tests.total},
+            "excluded": result.excluded,
+            "infra_failure": result.infra_failure,
         })
 
     @vf.reward
     async def cvdp_reward(self, trace: vf.Trace, runtime: vf.Runtime | None = None) -> float:
+        """The grade's reward. An answer the grader could not judge (``infra_failure``: the
+        sandbox died) raises verifiers' ``SandboxError`` instead: the rollout fails
+        (``stop_condition`` ``sandbox_error``, ``ok`` False), which trainers leave out, and
+        carries no reward of 0."""
         result = await self._grade(trace, runtime)
         self._grades.pop(trace.id, None)
+        if result.infra_failure:
+            raise vf.SandboxError(f"the grader could not judge the answer ({result.failure_class}): {result.reason}")
         score = make_reward(self.config.reward, interface_credit=self.config.interface_credit)
         return float(score(result))
 

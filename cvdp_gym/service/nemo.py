@@ -16,7 +16,8 @@ wrong with the machinery): ``failure_kind`` is set only when the grade measures
 nothing (``mask_sample``): ``verifier_error`` when grading itself failed, and
 ``cvdp_gym:<class>`` for an answer this toolchain cannot score (``unsupported``,
 ``toolchain_gap``). ``/aggregate_metrics`` takes ``{"verify_responses": [...]}`` and answers
-``AggregateMetrics`` (``group_level_metrics``, ``agent_metrics``, ``key_metrics``). Sessions
+``AggregateMetrics`` (``group_level_metrics``, ``agent_metrics``, ``key_metrics``), leaving
+out the ``mask_sample`` rows as NeMo-Gym's own aggregation does. Sessions
 hold no state (grading is a function of the answer): ``/seed_session`` and
 ``/close_session`` confirm the caller's ``resources_session_id``, and ``/reverify_mode`` is
 ``stateless`` (a stored rollout can be verified again). The Responses API objects are kept
@@ -102,6 +103,9 @@ class VerifiedRow(BaseModel):
 
     reward: float
     passed: bool = False
+    #: NeMo-Gym's ``mask_sample``: the reward measures nothing (the grader could not judge the
+    #: answer, or this toolchain cannot score it): left out of the metrics.
+    mask_sample: bool = False
     verifier_metadata: dict[str, Any] | None = None
     problem_id: str | int | None = None
 
@@ -254,8 +258,12 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
 
     @app.post("/aggregate_metrics", tags=["nemo-gym"], summary="NeMo-Gym: reward and pass rate per problem and overall")
     async def aggregate_metrics(body: AggregateMetricsRequest) -> dict[str, Any]:
+        # NeMo-Gym's rule (``reward_profile.select_measured``): a masked row's reward is not a
+        # measurement, so it is left out of every mean and rate, and only counted.
+        measured = [row for row in body.verify_responses if not row.mask_sample]
+        masked = len(body.verify_responses) - len(measured)
         by_problem: dict[str, list[VerifiedRow]] = defaultdict(list)
-        for row in body.verify_responses:
+        for row in measured:
             by_problem[row.problem].append(row)
 
         def summary(rows: list[VerifiedRow]) -> dict[str, Any]:
@@ -266,7 +274,9 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
                 "pass_rate": sum(r.passed for r in rows) / len(rows) if rows else 0.0,
             }
 
-        overall = summary(body.verify_responses)
+        overall = summary(measured)
+        if masked:  # NeMo-Gym's coverage keys, present only when something was masked
+            overall |= {"coverage/measured_rollouts": len(measured), "coverage/masked_rollouts": masked}
         return {
             "group_level_metrics": [{"problem_id": pid, **summary(rows)} for pid, rows in sorted(by_problem.items())],
             "agent_metrics": overall,
