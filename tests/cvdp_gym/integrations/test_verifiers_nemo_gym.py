@@ -1,7 +1,7 @@
 """verifiers' own NeMo-Gym taskset (``verifiers.v1.tasksets.nemo_gym``, 0.4.0, unpatched)
 drives ``cvdp-gym serve`` on 127.0.0.1: its seed (the row, an agentic row's workspace
 session kept by cookie), its direct tool (``execute_bash``, a route of the server) and its
-``/verify`` reward, played by verifiers' ``null`` harness against a scripted model that
+``/verify`` reward, over the rows ``cvdp-gym export nemo-gym`` writes, played by verifiers' ``null`` harness against a scripted model that
 answers with openai's own chunk types. The rewards and verdicts equal those of the
 in-process gymnasium environments given the same answers."""
 
@@ -31,9 +31,11 @@ from openai.types.chat.chat_completion_chunk import (
     ChoiceDeltaToolCallFunction,
 )
 from openai.types.completion_usage import CompletionUsage
+from typer.testing import CliRunner
 from verifiers.v1.env import RunSlot
 
 from cvdp_gym.agents.scripted import heredoc_command
+from cvdp_gym.cli import app as cli_app
 from cvdp_gym.data import load_dataset
 from cvdp_gym.execution.cache import GradeCache
 from cvdp_gym.grading import Grader
@@ -158,8 +160,11 @@ def in_process(problem_id: str, model: str) -> tuple[float, dict[str, Any]]:
 
 def test_verifiers_nemo_gym_taskset_drives_the_server_to_the_in_process_verdicts(runner, model_url, tmp_path, monkeypatch):
     requests, url = model_url
-    rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps(nemo_gym_row(DATA[pid])) + "\n" for pid in (SINGLE, AGENTIC)))
+    rows = tmp_path / "rows.jsonl"  # the rows `cvdp-gym export nemo-gym` writes
+    exported = CliRunner().invoke(cli_app, ["export", "nemo-gym", "bundled", str(rows), "--id", SINGLE, "--id", AGENTIC])
+    assert exported.exit_code == 0, exported.output
+    written = {row["verifier_metadata"]["problem_id"]: row for row in map(json.loads, rows.read_text().splitlines())}
+    assert written == {pid: nemo_gym_row(DATA[pid]) for pid in (SINGLE, AGENTIC)}
     app = create_app(ServiceConfig(Grader(runner, cache=GradeCache(tmp_path / "grades.sqlite")), DATA, workers=2))
     served = ServedApp(app)
     try:
