@@ -144,6 +144,15 @@ FAILURE_KIND_PREFIX = "cvdp_gym:"
 VERIFIER_ERROR = "verifier_error"
 
 
+def final_answer(response: dict[str, Any]) -> str:
+    """The text of a Responses API response's final answer: its last output item when that
+    is a message (a turn without tool calls, as ``CVDP-Agentic-v0`` ends), else ``""``."""
+    output = [item for item in response.get("output") or [] if isinstance(item, dict)]
+    if not output or output[-1].get("type", "message") != "message":
+        return ""
+    return response_text({"output": output[-1:]})
+
+
 def failure_kind(result: GradeResult) -> str | None:
     """NeMo-Gym's ``failure_kind`` of a grade: None when it measures the answer (passed or
     not); ``verifier_error`` when grading failed; else the class, namespaced (an
@@ -282,6 +291,7 @@ def add_routes(app: FastAPI, service: GradingService) -> AgentSessions:
             session = None
         workspace = None
         if session is not None:  # an agentic session: its workspace's target files, as the environment grades
+            await asyncio.to_thread(session.apply_final_diff, final_answer(body.response))
             files = await asyncio.to_thread(session.target_files)
             workspace = session.workspace.snapshot_dir
         text = None if files is not None else response_text(body.response)

@@ -6,8 +6,9 @@ dataset row (``POST /seed_session``), calls the row's tools as routes of this se
 ``/verify`` for the reward. For an agentic problem of this server's dataset the seed opens
 what ``CVDP-Agentic-v0``'s ``reset`` opens: a :class:`Workspace` holding the problem's
 context files, where each ``execute_bash`` runs one command in the sandbox (the same
-limits, the same text the model reads); ``/verify`` with that cookie grades the
-workspace's target files, as the environment's last step does, and ends the session.
+limits, the same text the model reads); ``/verify`` with that cookie applies the diff of
+the final answer (the response's last message) and grades the workspace's target files,
+as the environment's last step does, and ends the session.
 
 Sessions live in memory: at most ``max_sessions`` (the least recently used is closed to
 make room), each closed after ``idle_s`` without a call, by ``/close_session``, by its
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
-from cvdp_gym.envs.agentic import WORKSPACE_MB
+from cvdp_gym.envs.agentic import WORKSPACE_MB, apply_final_diff
 from cvdp_gym.envs.tools import EXECUTE_BASH_TOOL
 from cvdp_gym.grading import Grader
 from cvdp_gym.sandbox import BubblewrapSandbox
@@ -62,6 +63,11 @@ class AgentSession:
         with self.lock:
             self.used = time.monotonic()
             return self.workspace.run(command)
+
+    def apply_final_diff(self, text: str) -> dict[str, Any] | None:
+        """The diff in the final answer applied to the workspace, as the environment's last step does."""
+        with self.lock:
+            return apply_final_diff(self.workspace, list(self.problem.targets), text)
 
     def target_files(self) -> dict[str, str]:
         """The problem's target files the workspace holds (what the environment grades)."""

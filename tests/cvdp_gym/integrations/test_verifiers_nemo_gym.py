@@ -8,6 +8,7 @@ in-process gymnasium environments given the same answers."""
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import threading
 from collections.abc import Iterator
@@ -51,8 +52,10 @@ DATA = load_dataset("bundled")
 SINGLE, SINGLE_TARGET = "cvdp_gym_traffic_light_0001", "rtl/traffic_light.sv"
 AGENTIC, AGENTIC_TARGET = "cvdp_gym_agentic_pwm_gen_0001", "rtl/pwm_gen.sv"
 TARGETS = {SINGLE: SINGLE_TARGET, AGENTIC: AGENTIC_TARGET}
-#: The scripted models: the model's name says which design it answers with.
-MODELS = ("correct", "wrong")
+#: Each problem's scripted models: the model's name says which answer it gives (``patch``:
+#: no tool call, the reference as a unified diff in its final answer).
+PLAYS = {SINGLE: ("correct", "wrong"), AGENTIC: ("correct", "wrong", "patch")}
+DONE = "Done: the design is in rtl/pwm_gen.sv."
 
 
 def design(problem_id: str, model: str) -> str:
@@ -69,6 +72,17 @@ def agentic_command(model: str) -> str:
     return heredoc_command(AGENTIC_TARGET, design(AGENTIC, model))
 
 
+def reference_patch() -> str:
+    """The reference as a unified diff of the agentic problem's starting file."""
+    start = DATA[AGENTIC].context[AGENTIC_TARGET].splitlines(keepends=True)
+    diff = difflib.unified_diff(start, design(AGENTIC, "correct").splitlines(keepends=True), f"a/{AGENTIC_TARGET}", f"b/{AGENTIC_TARGET}")
+    return f"The design is revised:\n\n```diff\n{''.join(diff)}```\n"
+
+
+def final_answer(model: str) -> str:
+    return reference_patch() if model == "patch" else DONE
+
+
 def scripted_reply(body: dict[str, Any]) -> ChoiceDelta:
     """The model's next message: without tools, the fenced design; with the row's tools,
     one ``execute_bash`` call writing the design, then (a tool result seen) a summary."""
@@ -76,8 +90,8 @@ def scripted_reply(body: dict[str, Any]) -> ChoiceDelta:
     bash = next((t["function"]["name"] for t in body.get("tools") or [] if t["function"]["name"].endswith("execute_bash")), None)
     if bash is None:
         return ChoiceDelta(role="assistant", content=single_shot_answer(model))
-    if any(m["role"] == "tool" for m in body["messages"]):
-        return ChoiceDelta(role="assistant", content="Done: the design is in rtl/pwm_gen.sv.")
+    if model == "patch" or any(m["role"] == "tool" for m in body["messages"]):
+        return ChoiceDelta(role="assistant", content=final_answer(model))
     call = ChoiceDeltaToolCall(index=0, id="call_0", type="function",
                                function=ChoiceDeltaToolCallFunction(name=bash, arguments=json.dumps({"command": agentic_command(model)})))
     return ChoiceDelta(role="assistant", tool_calls=[call])
@@ -134,12 +148,16 @@ def nemo_gym_episodes(resources_url: str, rows: Path, model_url: str, monkeypatc
             client = vf.EvalClientConfig(base_url=model_url, api_key_var="CVDP_LOCAL_KEY")
             return await asyncio.gather(*(
                 env.run_slot(RunSlot(task), vf.ModelContext(client=client, model=model, sampling=vf.SamplingConfig()))
-                for task in tasks for model in MODELS
+                for task in tasks for model in PLAYS[problem_of(task)]
             ))
 
     episodes = asyncio.run(play())
-    keys = [(task.data.row["verifier_metadata"]["problem_id"], model) for task in tasks for model in MODELS]
+    keys = [(problem_of(task), model) for task in tasks for model in PLAYS[problem_of(task)]]
     return dict(zip(keys, episodes, strict=True))
+
+
+def problem_of(task: Any) -> str:
+    return task.data.row["verifier_metadata"]["problem_id"]
 
 
 def in_process(problem_id: str, model: str) -> tuple[float, dict[str, Any]]:
@@ -151,9 +169,10 @@ def in_process(problem_id: str, model: str) -> tuple[float, dict[str, Any]]:
     else:
         env = gym.make("CVDP-Agentic-v0", dataset="bundled", cache=False)
         env.reset(options={"problem_id": problem_id})
-        call = {"id": "call_0", "type": "function", "function": {"name": "execute_bash", "arguments": json.dumps({"command": agentic_command(model)})}}
-        env.step({"content": None, "tool_calls": [call]})
-        _, reward, _, _, info = env.step({"content": "Done: the design is in rtl/pwm_gen.sv.", "tool_calls": []})
+        if model != "patch":
+            call = {"id": "call_0", "type": "function", "function": {"name": "execute_bash", "arguments": json.dumps({"command": agentic_command(model)})}}
+            env.step({"content": None, "tool_calls": [call]})
+        _, reward, _, _, info = env.step({"content": final_answer(model), "tool_calls": []})
     env.close()
     return float(reward), info
 
@@ -185,6 +204,7 @@ def test_verifiers_nemo_gym_taskset_drives_the_server_to_the_in_process_verdicts
         assert verdict["task_id"] == problem_id
     assert episodes[SINGLE, "correct"].traces[0].reward == episodes[AGENTIC, "correct"].traces[0].reward == pytest.approx(1.4)
     assert episodes[AGENTIC, "wrong"].traces[0].info["nemo_gym"]["verdict"] == "test_failure"
+    assert episodes[AGENTIC, "patch"].traces[0].info["nemo_gym"]["passed"]  # the final answer's diff, applied
     # The agentic rollouts ran the server's tool: the model called it and read its output.
     agentic = episodes[AGENTIC, "correct"].traces[0]
     tool_results = [m.content for m in agentic.messages if m.role == "tool"]
