@@ -290,10 +290,8 @@ def add_routes(app: FastAPI, service: GradingService) -> AgentSessions:
         if session is not None and session.problem.id != problem.id:
             session = None
         workspace = None
-        if session is not None:  # an agentic session: its workspace's target files, as the environment grades
-            await asyncio.to_thread(session.apply_final_diff, final_answer(body.response))
-            files = await asyncio.to_thread(session.target_files)
-            workspace = session.workspace.snapshot_dir
+        if session is not None:  # an agentic session: what the environment's last step grades
+            files, workspace = await asyncio.to_thread(session.final_files, final_answer(body.response))
         text = None if files is not None else response_text(body.response)
         if session is not None and problem.targets and not files:
             outcome: tuple[GradeResult, float, float] | JSONResponse = (

@@ -23,6 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cvdp_gym.data.problems import Problem
@@ -64,15 +65,13 @@ class AgentSession:
             self.used = time.monotonic()
             return self.workspace.run(command)
 
-    def apply_final_diff(self, text: str) -> dict[str, Any] | None:
-        """The diff in the final answer applied to the workspace, as the environment's last step does."""
-        with self.lock:
-            return apply_final_diff(self.workspace, list(self.problem.targets), text)
-
-    def target_files(self) -> dict[str, str]:
-        """The problem's target files the workspace holds (what the environment grades)."""
+    def final_files(self, final_answer: str) -> tuple[dict[str, str], Path]:
+        """What the environment's last step grades: the diff in the final answer applied, the
+        problem's target files the workspace then holds, and the workspace folder (symlinks
+        and special files removed)."""
         files: dict[str, str] = {}
         with self.lock:
+            apply_final_diff(self.workspace, list(self.problem.targets), final_answer)
             for target in self.problem.targets:
                 try:
                     text = self.workspace.read_text(target)
@@ -80,7 +79,7 @@ class AgentSession:
                     text = None
                 if text is not None:
                     files[target] = text
-        return files
+            return files, self.workspace.snapshot_dir
 
 
 class AgentSessions:
@@ -108,7 +107,8 @@ class AgentSessions:
             self._open[session_id] = AgentSession(problem, workspace)
             stale = self._expired_locked()
         for old in stale:
-            old.workspace.close()
+            with old.lock:  # after the command it may be running
+                old.workspace.close()
         return session_id
 
     def get(self, session_id: str | None) -> AgentSession | None:
@@ -139,9 +139,9 @@ class AgentSessions:
     def _expired_locked(self) -> list[AgentSession]:
         """Sessions idle too long, and the least recently used beyond ``max_sessions``; removed."""
         now = time.monotonic()
-        gone = [sid for sid, s in self._open.items() if now - s.used > self.idle_s]
-        gone += list(self._open)[: max(0, len(self._open) - len(gone) - self.max_sessions)]
-        return [s for sid in dict.fromkeys(gone) if (s := self._open.pop(sid, None)) is not None]
+        gone = [self._open.pop(sid) for sid, s in list(self._open.items()) if now - s.used > self.idle_s]
+        overflow = max(0, len(self._open) - self.max_sessions)
+        return gone + [self._open.pop(sid) for sid in list(self._open)[:overflow]]
 
     def _commands_sandbox(self) -> BubblewrapSandbox:
         """The grader's sandbox when it is bubblewrap, else one on its toolchain (an

@@ -43,7 +43,7 @@ from cvdp_gym.grading import Grader
 from cvdp_gym.integrations.verifiers import ensure_uv_on_path
 from cvdp_gym.service.app import ServiceConfig, create_app
 from cvdp_gym.service.nemo import nemo_gym_row
-from cvdp_gym.service.sessions import SESSION_COOKIE
+from cvdp_gym.service.sessions import SESSION_COOKIE, AgentSessions
 from tests.support import BUNDLED, ServedApp
 
 pytestmark = pytest.mark.sandbox
@@ -232,3 +232,14 @@ def test_an_agentic_seed_opens_a_workspace_session_that_its_cookie_reaches(runne
             assert client.post("/execute_bash", json={"command": "ls"}).status_code == 404
     finally:
         served.stop()
+
+
+def test_sessions_beyond_the_limit_close_the_least_recently_used(runner):
+    """Abandoned rollouts (never verified, never closed) cannot pile up workspaces."""
+    sessions = AgentSessions(Grader(runner), max_sessions=1)
+    first = sessions.open(DATA[AGENTIC])
+    workspace = sessions.get(first).workspace
+    second = sessions.open(DATA[AGENTIC])
+    assert sessions.get(first) is None and workspace.closed and sessions.get(second) is not None
+    sessions.close_all()
+    assert len(sessions) == 0
