@@ -8,7 +8,7 @@ a long list of parameters) in :mod:`cvdp_gym.cli.options`:
 - ``doctor``, ``toolchain install|pack|path|docker-image``: :mod:`cvdp_gym.cli.toolchain`
 - ``check``: :mod:`cvdp_gym.cli.check` (its library logic: :mod:`cvdp_gym.check`)
 - ``audit``: :mod:`cvdp_gym.cli.audit` (its library logic: :mod:`cvdp_gym.audit`)
-- ``export-bundled``, ``export harbor``, ``export verl``: :mod:`cvdp_gym.cli.export` (the library logic: :mod:`cvdp_gym.integrations.harbor`, :mod:`cvdp_gym.integrations.verl`)
+- ``export-bundled``, ``export harbor``, ``export verl``, ``export nemo-gym``: :mod:`cvdp_gym.cli.export` (the library logic: :mod:`cvdp_gym.integrations.harbor`, :mod:`cvdp_gym.integrations.verl`)
 - ``coverage``: :mod:`cvdp_gym.cli.coverage` (its library logic: :mod:`cvdp_gym.coverage`)
 - ``decontaminate``: :mod:`cvdp_gym.cli.decontaminate` (its library logic: :mod:`cvdp_gym.decontaminate`)
 - ``parity``: :mod:`cvdp_gym.cli.parity` (its library logic: :mod:`cvdp_gym.parity`)
@@ -36,7 +36,7 @@ from cvdp_gym.cli.coverage import coverage_command
 from cvdp_gym.cli.debug import debug_command
 from cvdp_gym.cli.decontaminate import decontaminate_command
 from cvdp_gym.cli.eval import eval_command
-from cvdp_gym.cli.export import export_bundled, export_harbor, export_verl
+from cvdp_gym.cli.export import export_bundled, export_harbor, export_nemo_gym, export_verl
 from cvdp_gym.cli.parity import parity_command
 from cvdp_gym.cli.quality import quality_fetch, quality_list, quality_measure
 from cvdp_gym.cli.report import report_command
@@ -65,7 +65,7 @@ agents_app = typer.Typer(help="Command-line coding agents for `eval --agent`: li
 app.add_typer(agents_app, name="agents")
 quality_app = typer.Typer(help="Design quality: standard-cell libraries (list, fetch) and one design measured (measure).", no_args_is_help=True)
 app.add_typer(quality_app, name="quality")
-export_app = typer.Typer(help="Write problems in another tool's format: Harbor task folders, veRL's Parquet rows.", no_args_is_help=True)
+export_app = typer.Typer(help="Write problems in another tool's format: Harbor task folders, veRL's Parquet rows, NeMo-Gym's JSONL rows.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
 app.command("doctor")(doctor)
@@ -78,6 +78,7 @@ app.command("audit")(audit_command)
 app.command("export-bundled")(export_bundled)
 export_app.command("harbor")(export_harbor)
 export_app.command("verl")(export_verl)
+export_app.command("nemo-gym")(export_nemo_gym)
 app.command("eval")(eval_command)
 quality_app.command("list")(quality_list)
 quality_app.command("fetch")(quality_fetch)

@@ -1,8 +1,10 @@
-"""``cvdp-gym export-bundled``, ``cvdp-gym export harbor`` and ``cvdp-gym export verl``: write
+"""``cvdp-gym export-bundled``, ``cvdp-gym export harbor``, ``cvdp-gym export verl`` and
+``cvdp-gym export nemo-gym``: write
 problems in another tool's format: the bundled problems as a CVDP JSONL file (official record
 shapes, so other CVDP tools can read them), any dataset as Harbor task folders
 (:mod:`cvdp_gym.integrations.harbor`) or as veRL's Parquet rows
-(:mod:`cvdp_gym.integrations.verl`)."""
+(:mod:`cvdp_gym.integrations.verl`), or as NeMo-Gym's JSONL rows for ``cvdp-gym serve``
+(:func:`cvdp_gym.service.nemo.nemo_gym_row`)."""
 
 from __future__ import annotations
 
@@ -87,3 +89,24 @@ def export_verl(
     except (CvdpGymError, ImportError) as exc:
         raise fail(str(exc)) from None
     console.print(f"wrote veRL rows to {path}")
+
+
+def export_nemo_gym(
+    dataset: DatasetArg,
+    out: Annotated[Path, typer.Argument(help="The JSONL file to write (NeMo-Gym's rows; verifiers' NeMoGymTaskset reads it).")],
+    ids: IdsOpt = None,
+    category: CategoryOpt = None,
+    difficulty: DifficultyOpt = None,
+    lenient: LenientOpt = False,
+    benchmark_dir: BenchmarkDirOpt = None,
+) -> None:
+    """Write NeMo-Gym rows (responses_create_params, verifier_metadata) for `cvdp-gym serve`'s NeMo-Gym routes."""
+    import json
+
+    from cvdp_gym.service.nemo import nemo_gym_row
+
+    data = load_problems(dataset, ids, category, difficulty, lenient, benchmark_dir=benchmark_dir)
+    rows = [json.dumps(nemo_gym_row(problem), ensure_ascii=False) for problem in data]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+    console.print(f"wrote {len(rows)} NeMo-Gym rows to {out}")

@@ -56,6 +56,33 @@ REPO_WORKSPACE_MB = 200.0
 #: The folders a repository problem's workspace gets besides the repository (the official
 #: agent container mounts its run folder at ``/code/rundir``).
 REPO_WORKSPACE_DIRS = ("rundir",)
+def apply_final_diff(workspace: Workspace, targets: list[str], text: str) -> dict[str, Any] | None:
+    """Apply the unified diff in an episode's final answer to its workspace, all files or
+    none (a diff without file names patches ``targets``); None when the text holds none,
+    else ``{"files", "applied", "already_applied", "detail"}`` (``info["patch"]``)."""
+    diff = extract_diff(text)
+    if not diff:
+        return None
+    # Read on demand: over a repository, only the files the diff names are read.
+    current = workspace.texts()
+    try:
+        original = apply_multi_patch(workspace.start_texts(), diff, default_paths=targets)
+    except PatchError:
+        original = None
+    if original is not None and all(current.get(p) == t for p, t in original.items()):
+        return {"files": sorted(original), "applied": True, "already_applied": True, "detail": "the workspace already holds these changes"}
+    try:
+        changes = apply_multi_patch(current, diff, default_paths=targets)
+        for path, content in changes.items():
+            if content is None:
+                workspace.delete(path)
+            else:
+                workspace.write_text(path, content)
+    except (PatchError, WorkspaceError, OSError) as exc:
+        return {"files": [], "applied": False, "already_applied": False, "detail": str(exc)[:500]}
+    return {"files": sorted(changes), "applied": True, "already_applied": False, "detail": ""}
+
+
 class AgenticEnv(CVDPEnvBase):
     """
     ## Description
@@ -453,29 +480,8 @@ class AgenticEnv(CVDPEnvBase):
 
     def _apply_final_diff(self, text: str) -> dict[str, Any] | None:
         """Apply the unified diff in the final answer, all files or none."""
-        diff = extract_diff(text)
-        if not diff:
-            return None
         assert self.problem is not None and self.workspace is not None
-        targets = list(self.problem.targets)
-        # Read on demand: over a repository, only the files the diff names are read.
-        current = self.workspace.texts()
-        try:
-            original = apply_multi_patch(self.workspace.start_texts(), diff, default_paths=targets)
-        except PatchError:
-            original = None
-        if original is not None and all(current.get(p) == t for p, t in original.items()):
-            return {"files": sorted(original), "applied": True, "already_applied": True, "detail": "the workspace already holds these changes"}
-        try:
-            changes = apply_multi_patch(current, diff, default_paths=targets)
-            for path, content in changes.items():
-                if content is None:
-                    self.workspace.delete(path)
-                else:
-                    self.workspace.write_text(path, content)
-        except (PatchError, WorkspaceError, OSError) as exc:
-            return {"files": [], "applied": False, "already_applied": False, "detail": str(exc)[:500]}
-        return {"files": sorted(changes), "applied": True, "already_applied": False, "detail": ""}
+        return apply_final_diff(self.workspace, list(self.problem.targets), text)
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Routes: ``POST /v1/grade``, ``GET /v1/problems``, ``GET /healthz`` (also ``/health``,
 ``/livez``, ``/readyz``, ``/``), ``GET /metrics``,
 FastAPI's ``/docs`` and ``/openapi.json``, and the NeMo-Gym resources-server routes of
-:mod:`cvdp_gym.service.nemo` (``/seed_session``, ``/verify``, ``/aggregate_metrics``).
+:mod:`cvdp_gym.service.nemo` (``/seed_session``, ``/verify``, ``/aggregate_metrics``, and
+the agentic sessions' tool ``/execute_bash``).
 
 Safety, in one ASGI middleware (``_Guard``) in front of every route: a bearer token (when
 one is set; ``/healthz``, ``/docs`` and ``/openapi.json`` stay open), a body-size limit
@@ -61,6 +62,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
+        agent_sessions.close_all()
         service.close()
 
     app = FastAPI(
@@ -133,7 +135,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
         result, queued, total = outcome
         return answer_of(result, body.reward or config.reward, queued, total, body.verdict or config.grader.verdict)
 
-    nemo.add_routes(app, service)
+    agent_sessions = app.state.agent_sessions = nemo.add_routes(app, service)
     app.add_middleware(_Guard, config=config)
     return app
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -135,14 +136,15 @@ class GradingService:
 
     async def verdict(
         self, problem: Problem, *, client: str, response: str | None = None, files: dict[str, str] | None = None,
-        deadline_s: float | None = None, seed: int | None = None, verdict: str | None = None,
+        deadline_s: float | None = None, seed: int | None = None, verdict: str | None = None, workspace: Path | None = None,
     ) -> tuple[GradeResult, float, float] | JSONResponse:
         """What every grading route answers from: the cache's verdict at once (never queued,
         never refused), else the verdict graded through the queue; ``(result, seconds queued,
         seconds in all)``, or the 429 of a job ``admit`` refused, or the 503 of a job the
         shutdown cut (uvicorn's graceful shutdown ran out of time). ``verdict``: the verdict
-        option (None: the grader's)."""
-        hit = self.cached(problem, response=response, files=files, seed=seed, verdict=verdict)
+        option (None: the grader's); ``workspace``: an agent's folder graded with ``files``
+        (an agentic session's, as ``CVDP-Agentic-v0`` grades; never cached)."""
+        hit = None if workspace is not None else self.cached(problem, response=response, files=files, seed=seed, verdict=verdict)
         if hit is not None:
             return hit, 0.0, hit.wall_s
         refused = self.admit(client)
@@ -151,6 +153,7 @@ class GradingService:
         try:
             return await self.grade(
                 problem, response=response, files=files, deadline_s=deadline_s, seed=seed, client=client, verdict=verdict,
+                workspace=workspace,
             )
         except asyncio.CancelledError:
             return shutting_down(self)
@@ -158,6 +161,7 @@ class GradingService:
     async def grade(
         self, problem: Problem, *, response: str | None = None, files: dict[str, str] | None = None,
         deadline_s: float | None = None, seed: int | None = None, client: str = "", verdict: str | None = None,
+        workspace: Path | None = None,
     ) -> tuple[GradeResult, float, float]:
         """Grade an answer ``admit(client)`` took; the verdict, seconds queued, seconds in all.
 
@@ -175,7 +179,9 @@ class GradingService:
             waited, ran = time.monotonic() - start, True
             _tell(loop, self._started)
             if files is not None:
-                return self.grader.grade_files(problem, files, deadline=deadline, seed=seed, verdict=verdict)
+                return self.grader.grade_files(
+                    problem, files, deadline=deadline, seed=seed, verdict=verdict, workspace=workspace
+                )
             return self.grader.grade_response(problem, response or "", deadline=deadline, seed=seed, verdict=verdict)
 
         job = self._pool.submit(run)

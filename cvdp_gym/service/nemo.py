@@ -22,24 +22,33 @@ hold no state (grading is a function of the answer): ``/seed_session`` and
 ``/close_session`` confirm the caller's ``resources_session_id``, and ``/reverify_mode`` is
 ``stateless`` (a stored rollout can be verified again). The Responses API objects are kept
 as free JSON (only ``response.output``'s text is read).
+
+An agent's seed of a row naming an agentic problem (what verifiers' ``NeMoGymTaskset`` and
+NeMo-Gym's agents send: the row itself) is the exception: it opens a workspace session
+(:mod:`cvdp_gym.service.sessions`), named by a cookie, that the row's ``execute_bash`` tool
+route acts on and whose target files ``/verify`` grades, as ``CVDP-Agentic-v0`` does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import defaultdict
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cvdp_gym.data.problems import Problem, problem_from_record
+from cvdp_gym.envs.messages import missing_targets
+from cvdp_gym.envs.prompts import agentic_messages, single_shot_messages
 from cvdp_gym.errors import ConfigError
 from cvdp_gym.grading.result import GradeResult
 from cvdp_gym.grading.rewards import make_reward_parts
-from cvdp_gym.service.core import GradingService, answer_of, client_of, reward_refused
+from cvdp_gym.service.core import GradingService, answer_of, client_of, error, reward_refused
 from cvdp_gym.service.models import RewardKind
+from cvdp_gym.service.sessions import SESSION_COOKIE, AgentSessions, responses_tools
 
 
 class VerifierMetadata(BaseModel):
@@ -139,6 +148,15 @@ FAILURE_KIND_PREFIX = "cvdp_gym:"
 VERIFIER_ERROR = "verifier_error"
 
 
+def final_answer(response: dict[str, Any]) -> str:
+    """The text of a Responses API response's final answer: its last output item when that
+    is a message (a turn without tool calls, as ``CVDP-Agentic-v0`` ends), else ``""``."""
+    output = [item for item in response.get("output") or [] if isinstance(item, dict)]
+    if not output or output[-1].get("type", "message") != "message":
+        return ""
+    return response_text({"output": output[-1:]})
+
+
 def failure_kind(result: GradeResult) -> str | None:
     """NeMo-Gym's ``failure_kind`` of a grade: None when it measures the answer (passed or
     not); ``verifier_error`` when grading failed; else the class, namespaced (an
@@ -190,6 +208,33 @@ class SessionRequest(BaseModel):
     resources_session_id: str = Field(min_length=1, max_length=1000)
 
 
+class ExecuteBashRequest(BaseModel):
+    """The ``execute_bash`` tool's arguments (``CVDP-Agentic-v0``'s tool)."""
+
+    command: str
+
+
+def nemo_gym_row(problem: Problem) -> dict[str, Any]:
+    """A NeMo-Gym dataset row for ``problem`` (what ``NeMoGymTaskset`` and ``ng_collect_rollouts``
+    read): ``responses_create_params.input`` the messages ``CVDP-SingleShot-v0`` or
+    ``CVDP-Agentic-v0`` opens it with, an agentic row's ``tools`` this server's tool routes,
+    and ``verifier_metadata.problem_id``."""
+    params: dict[str, Any] = {"input": agentic_messages(problem) if problem.agentic else single_shot_messages(problem)}
+    if problem.agentic:
+        params["tools"] = responses_tools()
+    return {"responses_create_params": params, "verifier_metadata": {"problem_id": problem.id}}
+
+
+def seeded_problem(service: GradingService, body: dict[str, Any] | None) -> Problem | None:
+    """The problem of this server's dataset an agent's seed names in its row's
+    ``verifier_metadata`` (``problem_id`` or ``task_id``), or None."""
+    meta = (body or {}).get("verifier_metadata")
+    if not isinstance(meta, dict):
+        return None
+    name = meta.get("problem_id") or meta.get("task_id")
+    return service.problems.get(name) if isinstance(name, str) else None
+
+
 def _task(service: GradingService, meta: VerifierMetadata) -> Problem:
     """The problem a verify request names: this server's, else the one its metadata carries."""
     if meta.id in service.problems:
@@ -198,17 +243,39 @@ def _task(service: GradingService, meta: VerifierMetadata) -> Problem:
     return embedded if embedded is not None else service.problem(meta.id)
 
 
-def add_routes(app: FastAPI, service: GradingService) -> None:
-    @app.post("/seed_session", tags=["nemo-gym"], summary="NeMo-Gym: start a session (nothing to set up)")
-    async def seed_session(body: dict[str, Any] | None = None) -> dict[str, Any]:
+def add_routes(app: FastAPI, service: GradingService) -> AgentSessions:
+    """The NeMo-Gym routes on ``app``; the agentic sessions they keep (closed by the caller
+    when the server stops)."""
+    sessions = AgentSessions(service.grader)
+
+    @app.post("/seed_session", tags=["nemo-gym"], summary="NeMo-Gym: start a session (an agentic row: its workspace)")
+    async def seed_session(request: Request, response: Response, body: dict[str, Any] | None = None) -> dict[str, Any]:
         session = (body or {}).get("resources_session_id")
-        if session is None:  # an agent's legacy seed: an empty answer
+        if session is None:  # an agent's seed: an empty answer, and an agentic row's workspace
+            problem = seeded_problem(service, body)
+            if problem is not None and sessions.takes(problem):
+                sessions.close(request.cookies.get(SESSION_COOKIE))
+                opened = await asyncio.to_thread(sessions.open, problem)
+                response.set_cookie(SESSION_COOKIE, opened, httponly=True, samesite="lax")
             return {}
         return {"resources_session_id": SessionRequest(resources_session_id=session).resources_session_id}
 
-    @app.post("/close_session", tags=["nemo-gym"], summary="NeMo-Gym: end a session (nothing to tear down)")
-    async def close_session(body: SessionRequest) -> dict[str, Any]:
+    @app.post("/close_session", tags=["nemo-gym"], summary="NeMo-Gym: end a session (an agentic one's workspace)")
+    async def close_session(body: SessionRequest, request: Request) -> dict[str, Any]:
+        sessions.close(request.cookies.get(SESSION_COOKIE))
         return {"resources_session_id": body.resources_session_id}
+
+    @app.post(
+        "/execute_bash", tags=["nemo-gym"], response_class=PlainTextResponse,
+        summary="NeMo-Gym tool: run a bash command in the agentic session's workspace",
+        responses={404: {"description": "No agentic session (seed one with an agentic problem's row)"}},
+    )
+    async def execute_bash(body: ExecuteBashRequest, request: Request) -> Any:
+        session = sessions.get(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            return error(404, "no agentic session: seed one (POST /seed_session with an agentic problem's row) and send its cookie")
+        result = await asyncio.to_thread(session.run, body.command)
+        return PlainTextResponse(result.observation)
 
     @app.get("/reverify_mode", tags=["nemo-gym"], summary="NeMo-Gym: stored rollouts can be verified again")
     async def reverify_mode() -> str:
@@ -222,10 +289,25 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
         if refused is not None:
             return refused
         files = body.rtl_files if body.rtl_files is not None else meta.rtl_files
+        session_id = request.cookies.get(SESSION_COOKIE)
+        session = sessions.get(session_id) if files is None else None
+        if session is not None and session.problem.id != problem.id:
+            session = None
+        workspace = None
+        if session is not None:  # an agentic session: what the environment's last step grades
+            files, workspace = await asyncio.to_thread(session.final_files, final_answer(body.response))
         text = None if files is not None else response_text(body.response)
-        outcome = await service.verdict(problem, client=client_of(request), response=text, files=files, deadline_s=meta.deadline_s)
+        if session is not None and problem.targets and not files:
+            outcome: tuple[GradeResult, float, float] | JSONResponse = (
+                missing_targets(problem.id, [t for t in problem.targets if t not in (files or {})]), 0.0, 0.0)
+        else:
+            outcome = await service.verdict(
+                problem, client=client_of(request), response=text, files=files, deadline_s=meta.deadline_s, workspace=workspace,
+            )
         if isinstance(outcome, JSONResponse):
             return outcome
+        if session is not None:  # graded: the rollout is over
+            sessions.close(session_id)
         result, queued, total = outcome
         reward = meta.reward or service.config.reward
         answer = answer_of(result, reward, queued, total)
@@ -282,3 +364,5 @@ def add_routes(app: FastAPI, service: GradingService) -> None:
             "agent_metrics": overall,
             "key_metrics": {"mean/reward": overall["mean/reward"], "pass_rate": overall["pass_rate"]},
         }
+
+    return sessions
