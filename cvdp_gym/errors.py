@@ -44,6 +44,7 @@ __all__ = [
     "ResponsesFileError",
     "RootBuildError",
     "RunDirError",
+    "SandboxDied",
     "SandboxUnavailable",
     "UnavailableError",
     "UnknownProblemError",
@@ -168,6 +169,11 @@ class UnavailableError(CvdpGymError, RuntimeError):
 
 class SandboxUnavailable(UnavailableError):
     """bubblewrap is missing or cannot create namespaces here (or no Docker engine answers)."""
+
+
+class SandboxDied(SandboxUnavailable):
+    """The sandbox was killed from outside in the middle of a run (not by its time limit, its
+    memory limit or a cancel): the machine failed, so the run says nothing about the answer."""
 
 
 class HubUnavailable(UnavailableError):

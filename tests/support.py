@@ -10,7 +10,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -301,6 +301,52 @@ class RefusingSandbox:
                 if self.marker in path.read_text(encoding="utf-8", errors="replace"):
                     return True
         return False
+
+
+class DyingSandbox(RefusingSandbox):
+    """A real sandbox killed from outside in the middle of its run, for answers whose files
+    contain ``marker`` (the first ``times`` such runs; None: every one): the bubblewrap
+    process of that run (found by the answer's folder on its command line) gets SIGKILL as
+    soon as it is running, as a machine's OOM killer or an operator's ``kill -9`` would; the
+    sandbox then raises its own ``SandboxDied``. Everything else runs for real."""
+
+    def run(self, argv: list[str], *, mounts: Any = (), **kwargs: Any) -> Any:
+        mounts = list(mounts)
+        code = next((m.source for m in mounts if m.target == "/code"), None)
+        if code is not None and self._holds_marker(mounts):
+            with self._lock:
+                kill = self.times is None or self.refused < self.times
+                self.refused += kill
+            if kill:
+                stop = threading.Event()
+                killer = threading.Thread(target=_kill_when_running, args=(str(code), stop), daemon=True)
+                killer.start()
+                try:
+                    return self.inner.run(argv, mounts=mounts, **kwargs)
+                finally:
+                    stop.set()
+                    killer.join()
+        return self.inner.run(argv, mounts=mounts, **kwargs)
+
+
+def _kill_when_running(folder: str, stop: threading.Event) -> None:
+    """SIGKILL the process group of this process's child whose command line names ``folder``."""
+    import signal
+
+    while not stop.is_set():
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                named = folder.encode() in (entry / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == os.getpid() and named:
+                with suppress(ProcessLookupError):
+                    os.killpg(int(entry.name), signal.SIGKILL)
+                return
+        stop.wait(0.002)
 
 
 def broken_harness(problem: Any) -> Any:

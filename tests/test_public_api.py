@@ -37,7 +37,7 @@ PINNED_ALL = {
         "AgentInstallError", "ArgumentTypeError", "ConfigError", "CvdpGymError", "DatasetError", "DebugError", "GradingError", "HarnessError",
         "HubUnavailable", "JsonlError", "MissingDependencyError", "MissingPathError", "NodeToolchainError",
         "OneLineError", "PatchError", "RecordError", "RepoUnavailable", "RequestFailed", "ResponsesFileError",
-        "RootBuildError", "RunDirError", "SandboxUnavailable", "UnavailableError", "UnknownProblemError",
+        "RootBuildError", "RunDirError", "SandboxDied", "SandboxUnavailable", "UnavailableError", "UnknownProblemError",
         "UnsafePathError", "UsageError", "WorkerLost", "WorkspaceError", "one_line",
     ],
     "cvdp_gym.eval": [

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from cvdp_gym.data.problems import SCORING_HARNESS, Problem
-from cvdp_gym.errors import ConfigError
+from cvdp_gym.errors import ConfigError, SandboxDied
 from cvdp_gym.grading.backed import BACKED, TESTBENCH, back
 from cvdp_gym.grading.interface import check_interface
 from cvdp_gym.grading.result import (
@@ -237,8 +237,9 @@ def run_stages(
     """Grade extracted ``files`` (the answer's files were found), uncached: every stage of
     ``job_stages()`` in order (the ``StageContext`` fields say what the switches mean).
 
-    A sandbox that refuses to start (``SandboxUnavailable`` from a lint or harness run) is
-    no verdict on the answer: it is graded ``infra_error`` (``GradeResult.infra_failure``).
+    A sandbox that refuses to start (``SandboxUnavailable`` from a lint or harness run), or is
+    killed from outside in the middle of one (``SandboxDied``), is no verdict on the answer: it
+    is graded ``infra_error`` (``GradeResult.infra_failure``).
     """
     context = StageContext(
         problem, files, runner, lint=lint, interface=interface, verdict=verdict, seed=seed, workspace=workspace,
@@ -248,6 +249,8 @@ def run_stages(
             stage.run(context)
         assert context.result is not None, "the tests stage always decides the verdict"
         result = context.result
+    except SandboxDied as exc:
+        result = infra_result(problem, files, str(exc))
     except SandboxUnavailable as exc:
         result = infra_result(problem, files, f"the sandbox did not start: {exc}")
     result.randomised = list(problem_randomness(problem))

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cvdp_gym.errors import SandboxDied
 from cvdp_gym.sandbox.base import Limits, Mount, SandboxResult, SandboxUnavailable
 from cvdp_gym.sandbox.devices import PLACEHOLDER, by_hand, device_binds, device_folder, own_devices
 from cvdp_gym.sandbox.output import ELISION, BoundedOutput
@@ -289,6 +290,10 @@ class BubblewrapSandbox:
             cgroups.remove()
             if proc.stdout is not None:
                 proc.stdout.close()
+        if returncode < 0 and not timed_out and not oom:
+            # bubblewrap itself killed: nothing inside its namespaces can signal it (a command
+            # that dies by a signal inside gives 128 + the signal), so something outside did.
+            raise SandboxDied(f"the sandbox was killed by signal {-returncode} in the middle of the run")
         text, truncated = output.text()
         return SandboxResult(
             returncode=returncode if not timed_out else -signal.SIGKILL,

@@ -38,6 +38,7 @@ STDLIB_BASE = {
     "ResponsesFileError": ValueError,
     "RootBuildError": RuntimeError,
     "RunDirError": ValueError,
+    "SandboxDied": RuntimeError,
     "SandboxUnavailable": RuntimeError,
     "UnavailableError": RuntimeError,
     "UnknownProblemError": KeyError,
@@ -69,6 +70,8 @@ NOT_INPUT_ERRORS = {
     ("sandbox/tree_copy.py", "OSError"): "a mount(2) that failed: caught by copy_tree, which copies instead",
     ("sandbox/tree_texts.py", "KeyError"): "the Mapping protocol for a path that is not a text file",
     ("service/app.py", "_Refused"): "private: caught two lines below and answered 400",
+    ("envs/base.py", "TypeError"): "an unknown keyword, said as Python says it of any constructor (gymnasium.make passes every keyword on)",
+    ("integrations/verifiers.py", "SandboxError"): "verifiers' own error for a rollout whose sandbox failed: the framework fails the rollout instead of scoring it",
     ("harness/isolation.py", "_Unrenamable"): "private: caught in _plans, which then renames nothing (the static check still holds)",
 }
 

@@ -1,4 +1,5 @@
-"""Infrastructure failures: a sandbox that will not start grades ``infra_error``, which the
+"""Infrastructure failures: a sandbox that will not start, or is killed from outside in the middle
+of a run, grades ``infra_error``, which the
 verdict and the environments' ``info`` flag as ``infra_failure`` and the cache never keeps.
 A broken harness (``harness_error``) is the problem's defect, not this try's: ``excluded``,
 kept by the cache like any verdict."""
@@ -12,7 +13,7 @@ from cvdp_gym.data import load_dataset
 from cvdp_gym.execution.cache import GradeCache
 from cvdp_gym.grading import Grader, GradeResult
 from cvdp_gym.harness import HarnessRunner
-from tests.support import RefusingSandbox, broken_harness
+from tests.support import DyingSandbox, RefusingSandbox, broken_harness
 
 pytestmark = pytest.mark.sandbox
 
@@ -45,6 +46,20 @@ def test_a_sandbox_that_will_not_start_is_an_infra_failure_never_cached(sandbox,
     second = grader.grade_response(problem, fenced(marked(problem)))
     assert (second.passed, second.cached, second.infra_failure, refusing.refused) == (True, False, False, 1)
     assert grader.grade_response(problem, fenced(marked(problem))).cached  # a real verdict is kept
+
+
+def test_a_sandbox_killed_in_the_middle_of_a_run_is_an_infra_failure_never_cached(sandbox, problem, tmp_path):
+    """bubblewrap killed from outside (SIGKILL, as an OOM killer or an operator would) is the
+    machine's failure; a command that dies by a signal inside the sandbox is the run's own."""
+    dying = DyingSandbox(sandbox, MARKER, times=1)
+    grader = Grader(HarnessRunner(dying), cache=GradeCache(tmp_path / "grades.sqlite"))
+    killed = grader.grade_response(problem, fenced(marked(problem)))
+    assert (killed.failure_class, killed.infra_failure, dying.refused) == ("infra_error", True, 1), killed.reason
+    assert "killed by signal 9 in the middle of the run" in killed.reason and killed.stage("format").passed
+    again = grader.grade_response(problem, fenced(marked(problem)))
+    assert (again.passed, again.cached, again.infra_failure) == (True, False, False)
+    inside = sandbox.run(["sh", "-c", "kill -9 $$"], scratch=tmp_path)
+    assert (inside.returncode, inside.timed_out) == (137, False)
 
 
 def test_env_info_says_infra_failure(sandbox, problem):

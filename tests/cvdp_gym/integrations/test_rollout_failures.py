@@ -1,8 +1,8 @@
 """NeMo-Gym's two rollout-failure rules (issue 47), through each consumer's own code path.
 
-A real sandbox dies in the middle of a grade (``tests.support.RefusingSandbox``: the format
-stage has passed, the sandbox of the next stage will not start, as in
-``tests/cvdp_gym/grading/test_infra_failures.py``), and every output format marks the answer
+A real sandbox dies in the middle of a grade (``tests.support.DyingSandbox``: the format
+stage has passed, then the bubblewrap process of the next stage's run is killed with SIGKILL
+from outside while it runs, and the sandbox raises its own ``SandboxDied``), and every output format marks the answer
 as not judged, never as a reward of 0, and leaves it out of its batch or statistics:
 
 - the Gymnasium environment's ``info`` and ``rtl-train``'s pool, groups and step metrics;
@@ -28,7 +28,7 @@ from cvdp_gym.data import load_dataset
 from cvdp_gym.execution.cache import GradeCache
 from cvdp_gym.grading import Grader, make_reward
 from cvdp_gym.harness import HarnessRunner
-from tests.support import BUNDLED, RefusingSandbox
+from tests.support import BUNDLED, DyingSandbox
 
 pytestmark = pytest.mark.sandbox
 
@@ -51,8 +51,8 @@ WRONG_REWARD = 0.4  # format 0.1 + syntax 0.3, tests failed
 
 
 @pytest.fixture(scope="module")
-def dying(sandbox) -> RefusingSandbox:
-    return RefusingSandbox(sandbox, MARKER)
+def dying(sandbox) -> DyingSandbox:
+    return DyingSandbox(sandbox, MARKER)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_environment_info_and_rtl_train_leave_the_answer_out(grader) -> None:
         pool.close()
     # The environment's info: not judged, and not the answer's fault either.
     assert (dead["failure_class"], dead["infra_failure"], dead["excluded"], dead["passed"]) == ("infra_error", True, False, False)
-    assert dead["stages"]["format"]["passed"] and "sandbox did not start" in dead["reason"]
+    assert dead["stages"]["format"]["passed"] and "killed by signal 9 in the middle of the run" in dead["reason"]
     assert (wrong["infra_failure"], wrong_reward) == (False, pytest.approx(WRONG_REWARD))
     # rtl-train graded it a second time (the sandbox died again), then left it out.
     assert retried
@@ -213,7 +213,7 @@ def test_tinker_cookbook_retries_the_trajectory_and_never_scores_it(sandbox) -> 
     from tests.cvdp_gym.integrations.test_tinker_cookbook import ScriptedPolicy
 
     renderer = renderers.get_renderer("qwen3_disable_thinking", offline_tokenizer("qwen3"))
-    dies_once = RefusingSandbox(sandbox, MARKER, times=1)
+    dies_once = DyingSandbox(sandbox, MARKER, times=1)
     builder = CVDPEnvGroupBuilder(PROBLEM_ID, renderer, group_size=2, options=EnvOptions(sandbox=dies_once, cache=False))
     # Two episodes, one played again: the marked answer the sandbox died on, the wrong one,
     # and the marked one again, which the sandbox now grades (it would pass).
@@ -232,7 +232,7 @@ def test_verifiers_rollout_fails_instead_of_scoring(sandbox, monkeypatch, reques
 
     # The scripted agent answers the reference as it is: the sandbox dies on every answer
     # of this problem, and the task's grader is the one on that sandbox.
-    dying = Grader(HarnessRunner(RefusingSandbox(sandbox, "module traffic_light")))
+    dying = Grader(HarnessRunner(DyingSandbox(sandbox, "module traffic_light")))
     monkeypatch.setattr(adapter, "shared_grader", lambda *args, **kwargs: dying)
     _, base_url = request.getfixturevalue("endpoint")
     (episode,) = rollouts(adapter.load_environment("bundled", ids=[PROBLEM_ID]), base_url, ["correct"], monkeypatch)
