@@ -10,9 +10,11 @@ teacher KL's fall. They are written here, never by hand: each page holds a block
   python scripts/docs_figures.py --from runs/demo/summary.json   # keep a run's figures, rewrite the blocks
   python scripts/docs_figures.py --write                          # rewrite the blocks from the kept figures
   python scripts/docs_figures.py                                  # check: exit 1 when a block drifted
+  python scripts/docs_figures.py --against runs/demo/summary.json # check: exit 1 when a run printed others
 
-``tests/test_docs_figures.py`` runs the check; ``tests/rtl_trainer/test_demo.py`` compares a
-fresh run's distillation figures with the kept ones, so the docs cannot fall behind the job.
+``tests/test_docs_figures.py`` runs the check on every test run; ``scripts/run_main.sh`` runs
+``--against`` on the summary the main job just wrote and says so when the job's figures are no
+longer the docs' (the test suite's demo runs shorter RL and is not the main job).
 """
 
 from __future__ import annotations
@@ -75,6 +77,18 @@ def rewrite(text: str, block: str) -> str:
     return BLOCK.sub(lambda m: m.group(1) + block + m.group(3), text, count=1)
 
 
+def check_against(summary: dict[str, Any]) -> int:
+    """0 when a run's figures are the kept ones (the docs show what it printed), else 1, saying which."""
+    run, kept = figures_of(summary), json.loads(FIGURES.read_text())
+    differ = [key for key in ("pass_rate", "teacher_kl_first_steps", "teacher_kl_last_steps") if run[key] != kept[key]]
+    if differ:
+        print(f"the docs show other figures than this run ({', '.join(differ)}): "
+              f"python scripts/docs_figures.py --from <its summary.json>")
+        return 1
+    print(f"ok: this run printed the figures the docs show ({shown(FIGURES)})")
+    return 0
+
+
 def shown(path: Path) -> str:
     """``path`` as the messages name it: relative to the checkout when inside it."""
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -84,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="summary", type=Path, help="a run's summary.json: keep its figures, then write")
     parser.add_argument("--write", action="store_true", help="rewrite the blocks from docs/figures/main_job.json")
+    parser.add_argument("--against", type=Path, help="a run's summary.json: exit 1 when its figures are not the kept ones")
     args = parser.parse_args(argv)
+    if args.against is not None:
+        return check_against(json.loads(args.against.read_text()))
     if args.summary is not None:
         FIGURES.parent.mkdir(parents=True, exist_ok=True)
         FIGURES.write_text(json.dumps(figures_of(json.loads(args.summary.read_text())), indent=2) + "\n")

@@ -8,3 +8,6 @@ cd "$(dirname "$0")/.."
 # The main job grades in bubblewrap: no Docker engine is started for it (NO_DOCKER=0 to have one).
 NO_DOCKER=${NO_DOCKER:-1} bash scripts/setup.sh
 .venv/bin/rtl-train demo --out runs/demo "$@"
+# The docs show this job's figures (docs/figures/main_job.json): say so when they drifted.
+.venv/bin/python scripts/docs_figures.py --against runs/demo/summary.json \
+  || echo "[main] the docs' figures are not this run's: see above"

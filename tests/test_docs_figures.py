@@ -58,3 +58,18 @@ def test_a_summary_becomes_the_kept_figures(tmp_path):
     readme = script.PAGES[0].read_text()
     assert "falls from 0.266 to 0.136 nats per token" in readme
     assert "| student after distillation | 0.56 (+0.50) | 0.50 |" in readme
+
+
+def test_a_run_is_checked_against_the_kept_figures(tmp_path, capsys):
+    """``--against``: the main job's own summary agrees; one with another figure does not."""
+    script = load_script()
+    kept = json.loads(script.FIGURES.read_text())
+    evals = {name: {"pass_rate": rate, "mean_reward": kept["mean_reward"][name]} for name, rate in kept["pass_rate"].items()}
+    summary = {"evals": evals, "settings": {"distill_steps": 24, "seed": 0}, "learning": {
+        "teacher_kl_first_steps": kept["teacher_kl_first_steps"], "teacher_kl_last_steps": kept["teacher_kl_last_steps"]}}
+    (tmp_path / "same.json").write_text(json.dumps(summary))
+    assert script.main(["--against", str(tmp_path / "same.json")]) == 0
+    summary["evals"]["student_distilled"]["pass_rate"] = 0.54
+    (tmp_path / "other.json").write_text(json.dumps(summary))
+    assert script.main(["--against", str(tmp_path / "other.json")]) == 1
+    assert "the docs show other figures than this run (pass_rate)" in capsys.readouterr().out

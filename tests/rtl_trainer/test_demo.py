@@ -6,7 +6,6 @@ student, distils, runs RL beside it, and grades everything with the real simulat
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 #: The demo's own settings, except a shorter RL comparison stage (it is not what this test
 #: asserts, and the trainer tests cover RL): about 5 of the demo's 17 minutes saved in CI.
 SETTINGS = DemoSettings(rl_steps=6)
-#: The main job's figures the docs show (scripts/docs_figures.py keeps them from a run).
-KEPT_FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures" / "main_job.json"
 
 
 @pytest.mark.timeout(2400)
@@ -33,13 +30,6 @@ def test_distillation_raises_the_students_pass_rate_and_lowers_teacher_kl(tmp_pa
     assert learning["teacher_kl_last_steps"] < learning["teacher_kl_first_steps"], learning
     assert "pass_rate_rl" in learning
     assert Path(summary["plot"]).stat().st_size > 10_000
-    # The docs show what the job prints: the stages before RL are the main job's own, to the bit.
-    kept = json.loads(KEPT_FIGURES.read_text())
-    redo = "the docs' figures drifted: run the main job, then python scripts/docs_figures.py --from runs/demo/summary.json"
-    for name in ("teacher", "student_start", "student_distilled"):
-        assert summary["pass_rate"][name] == kept["pass_rate"][name], (name, summary["pass_rate"], redo)
-    for end in ("teacher_kl_first_steps", "teacher_kl_last_steps"):
-        assert learning[end] == pytest.approx(kept[end], rel=1e-9), (end, learning, redo)
     # Every stage resumes from its outputs: a second call redoes nothing.
     outputs = sorted(p for p in (tmp_path / "demo").rglob("*.json*") if p.name != "summary.json")
     stamps = [p.stat().st_mtime_ns for p in outputs]
