@@ -21,6 +21,7 @@ The old homes of these classes (``cvdp_gym.harness.compose.HarnessError``,
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 __all__ = [
     "AgentInstallError",
@@ -173,7 +174,11 @@ class SandboxUnavailable(UnavailableError):
 
 class SandboxDied(SandboxUnavailable):
     """The sandbox was killed from outside in the middle of a run (not by its time limit, its
-    memory limit or a cancel): the machine failed, so the run says nothing about the answer."""
+    memory limit or a cancel): the machine failed, so the run says nothing about the answer.
+    ``result``: the run's ``SandboxResult`` so far, for a caller that killed it on purpose (the
+    agentic workspace's quota watchdog)."""
+
+    result: Any = None
 
 
 class HubUnavailable(UnavailableError):

@@ -290,12 +290,8 @@ class BubblewrapSandbox:
             cgroups.remove()
             if proc.stdout is not None:
                 proc.stdout.close()
-        if returncode < 0 and not timed_out and not oom:
-            # bubblewrap itself killed: nothing inside its namespaces can signal it (a command
-            # that dies by a signal inside gives 128 + the signal), so something outside did.
-            raise SandboxDied(f"the sandbox was killed by signal {-returncode} in the middle of the run")
         text, truncated = output.text()
-        return SandboxResult(
+        result = SandboxResult(
             returncode=returncode if not timed_out else -signal.SIGKILL,
             output=text,
             output_bytes=output.total,
@@ -306,6 +302,13 @@ class BubblewrapSandbox:
             command=bwrap_argv,
             cgroups=[str(d) for d in cgroups.dirs],
         )
+        if returncode < 0 and not timed_out and not oom:
+            # bubblewrap itself killed: nothing inside its namespaces can signal it (a command
+            # that dies by a signal inside gives 128 + the signal), so something outside did.
+            died = SandboxDied(f"the sandbox was killed by signal {-returncode} in the middle of the run")
+            died.result = result  # what it printed, for a caller that killed it on purpose
+            raise died
+        return result
 
     def command_line(
         self,

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cvdp_gym.errors import ArgumentTypeError, UsageError, WorkspaceError
+from cvdp_gym.errors import ArgumentTypeError, SandboxDied, UsageError, WorkspaceError
 from cvdp_gym.sandbox.base import Limits, Mount
 from cvdp_gym.sandbox.bwrap import BubblewrapSandbox
 from cvdp_gym.sandbox.output import ELIDED, bound_text
@@ -250,15 +250,20 @@ class Workspace:
             on_exceeded=self._kill_commands,
         )
         with watchdog:
-            outcome = self.sandbox.run(
-                argv,
-                mounts=[Mount(self.path, MOUNT_POINT, writable=True), *mounts],
-                scratch=self.scratch,
-                cwd=MOUNT_POINT,
-                env={"HOME": MOUNT_POINT, "LANG": "C.UTF-8", "TERM": "dumb", **(env or {})},
-                sim_env=self.sim_env,
-                limits=sandbox_limits,
-            )
+            try:
+                outcome = self.sandbox.run(
+                    argv,
+                    mounts=[Mount(self.path, MOUNT_POINT, writable=True), *mounts],
+                    scratch=self.scratch,
+                    cwd=MOUNT_POINT,
+                    env={"HOME": MOUNT_POINT, "LANG": "C.UTF-8", "TERM": "dumb", **(env or {})},
+                    sim_env=self.sim_env,
+                    limits=sandbox_limits,
+                )
+            except SandboxDied as died:
+                if not watchdog.fired or died.result is None:  # not the watchdog: the machine failed
+                    raise
+                outcome = died.result  # the watchdog killed it: the command's own outcome
         output, cwd = self._split_cwd(outcome.output)
         output, cut = bound_text(output, limits.max_output_chars)
         result = CommandResult(

@@ -107,7 +107,7 @@ def test_the_app_has_every_command_group():
         "toolchain", "toolchain install", "toolchain pack", "toolchain path", "toolchain docker-image",
         "agents", "agents list", "agents install", "agents check",
         "benchmarks", "benchmarks list", "benchmarks fetch", "benchmarks path", "decontaminate",
-        "export", "export harbor", "export verl", "quality", "quality list", "quality fetch", "quality measure",
+        "export", "export harbor", "export nemo-gym", "export verl", "quality", "quality list", "quality fetch", "quality measure",
     }
 
 
