@@ -27,7 +27,7 @@ from tinker_cookbook import checkpoint_utils, cli_utils
 from tinker_cookbook.distillation import train_on_policy
 from tinker_cookbook.distillation.datasets import DistillationDatasetConfig, TeacherConfig
 
-from cvdp_gym.integrations.tinker_cookbook import CVDPDatasetBuilder
+from cvdp_gym.integrations.tinker_cookbook_recipes.verilog.builder import dataset_builder
 
 
 @chz.chz
@@ -88,14 +88,7 @@ class CLIConfig:
 
 def build_config(cli: CLIConfig, renderer_name: str, log_path: str) -> train_on_policy.Config:
     """The cookbook's ``distillation.train_on_policy.Config`` of this recipe."""
-    builder = CVDPDatasetBuilder(
-        model_name_for_tokenizer=cli.model_name, renderer_name=renderer_name,
-        batch_size=cli.groups_per_batch, group_size=cli.group_size, agentic=cli.agentic,
-        dataset=cli.dataset, ids=cli.ids, categories=cli.categories, difficulty=cli.difficulty,
-        reward=cli.reward, reward_coef=cli.reward_coef, sandbox=cli.sandbox, toolchain=cli.toolchain,
-        timeout_s=cli.timeout_s, max_turns=cli.max_turns, max_trajectory_tokens=cli.max_trajectory_tokens,
-        seed=cli.seed,
-    )
+    builder = dataset_builder(cli, renderer_name)
     teacher = TeacherConfig(base_model=cli.teacher_model, load_checkpoint_path=cli.teacher_checkpoint)
     wandb_name = cli.wandb_name or Path(log_path).name
     return train_on_policy.Config(

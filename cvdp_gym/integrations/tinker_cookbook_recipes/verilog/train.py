@@ -22,7 +22,7 @@ from tinker.types import LossFnType
 from tinker_cookbook import checkpoint_utils, cli_utils
 from tinker_cookbook.rl import train
 
-from cvdp_gym.integrations.tinker_cookbook import CVDPDatasetBuilder
+from cvdp_gym.integrations.tinker_cookbook_recipes.verilog.builder import dataset_builder
 
 
 @chz.chz
@@ -42,6 +42,7 @@ class CLIConfig:
     difficulty: tuple[str, ...] | None = None
     agentic: bool = False  # True: CVDP-Agentic-v0 (multi-turn, tool calls)
     reward: str = "shaped"  # shaped, partial, binary, quality
+    reward_coef: float = 1.0  # the grader's reward in the return
     sandbox: str = "bubblewrap"
     toolchain: str | None = None
     timeout_s: float = 300.0
@@ -75,13 +76,7 @@ class CLIConfig:
 
 def build_config(cli: CLIConfig, renderer_name: str, log_path: str) -> train.Config:
     """The cookbook's ``rl.train.Config`` of this recipe."""
-    builder = CVDPDatasetBuilder(
-        model_name_for_tokenizer=cli.model_name, renderer_name=renderer_name,
-        batch_size=cli.groups_per_batch, group_size=cli.group_size, agentic=cli.agentic,
-        dataset=cli.dataset, ids=cli.ids, categories=cli.categories, difficulty=cli.difficulty,
-        reward=cli.reward, sandbox=cli.sandbox, toolchain=cli.toolchain, timeout_s=cli.timeout_s,
-        max_turns=cli.max_turns, max_trajectory_tokens=cli.max_trajectory_tokens, seed=cli.seed,
-    )
+    builder = dataset_builder(cli, renderer_name)
     wandb_name = cli.wandb_name or Path(log_path).name
     return train.Config(
         learning_rate=cli.learning_rate,
