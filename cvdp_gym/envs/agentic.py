@@ -458,14 +458,7 @@ class AgenticEnv(CVDPEnvBase):
         info["patch"] = self._apply_final_diff(final_text)
         workspace_dir = self.workspace.snapshot_dir
         info["dropped"] = list(self.workspace.dropped)
-        files = {}
-        for target in self.problem.targets:
-            try:
-                text = self.workspace.read_text(target)
-            except WorkspaceError:
-                text = None
-            if text is not None:
-                files[target] = text
+        files = self.workspace.read_texts(self.problem.targets)
         info["graded_files"] = sorted(files)
         missing = [t for t in self.problem.targets if t not in files]
         if self.problem.targets and not files and not self.problem.unsupported:

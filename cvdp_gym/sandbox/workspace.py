@@ -25,7 +25,7 @@ import signal
 import stat
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -382,6 +382,19 @@ class Workspace:
     def read_text(self, rel: str) -> str | None:
         """A regular text file's content, or None (missing, a symlink, binary or too big)."""
         return read_tree_text(self.path, rel)
+
+    def read_texts(self, rels: Iterable[str]) -> dict[str, str]:
+        """The texts of those of ``rels`` that are regular text files (what is graded of an
+        agent's workspace: its target files), by path; a path that leaves it is left out."""
+        texts = {}
+        for rel in rels:
+            try:
+                text = self.read_text(rel)
+            except WorkspaceError:
+                text = None
+            if text is not None:
+                texts[rel] = text
+        return texts
 
     def write_text(self, rel: str, text: str) -> None:
         """Write a file (replacing a symlink of that name rather than following it)."""

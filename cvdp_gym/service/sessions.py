@@ -32,7 +32,7 @@ from cvdp_gym.envs.tools import EXECUTE_BASH_TOOL
 from cvdp_gym.grading import Grader
 from cvdp_gym.sandbox import BubblewrapSandbox
 from cvdp_gym.sandbox.paths import WORKSPACE_DIRS
-from cvdp_gym.sandbox.workspace import CommandResult, Workspace, WorkspaceError, WorkspaceLimits
+from cvdp_gym.sandbox.workspace import CommandResult, Workspace, WorkspaceLimits
 
 #: The cookie naming a rollout's session (NeMo-Gym's agents and verifiers' taskset keep cookies).
 SESSION_COOKIE = "cvdp_gym_session"
@@ -69,17 +69,9 @@ class AgentSession:
         """What the environment's last step grades: the diff in the final answer applied, the
         problem's target files the workspace then holds, and the workspace folder (symlinks
         and special files removed)."""
-        files: dict[str, str] = {}
         with self.lock:
             apply_final_diff(self.workspace, list(self.problem.targets), final_answer)
-            for target in self.problem.targets:
-                try:
-                    text = self.workspace.read_text(target)
-                except WorkspaceError:
-                    text = None
-                if text is not None:
-                    files[target] = text
-            return files, self.workspace.snapshot_dir
+            return self.workspace.read_texts(self.problem.targets), self.workspace.snapshot_dir
 
 
 class AgentSessions:
