@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -173,3 +174,20 @@ def podman_runner(podman_sandbox):
     from cvdp_gym.harness import HarnessRunner
 
     return HarnessRunner(podman_sandbox)
+
+
+@pytest.fixture(autouse=True)
+def root_logging():
+    """Each test gets the root logger back as it found it: tinker-cookbook's ``ml_log`` replaces
+    its handlers with a file in the run's folder, which goes with the test's tmp_path, and every
+    later log line would fail on the missing file."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+        handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -94,22 +93,6 @@ def memorise(model: torch.nn.Module, vocab: CompactVocab, prompt: list[int], ans
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> Models:
     return Models(tmp_path_factory.mktemp("recipe-models"))
-
-
-@pytest.fixture(autouse=True)
-def root_logging():
-    """The cookbook's ``ml_log`` replaces the root logger's handlers with its own (a file in the
-    run's folder, which goes with tmp_path): put pytest's back and close the cookbook's."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-        handler.close()
-    for handler in handlers:
-        if handler not in root.handlers:
-            root.addHandler(handler)
-    root.setLevel(level)
 
 
 @pytest.fixture
