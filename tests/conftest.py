@@ -178,13 +178,18 @@ def podman_runner(podman_sandbox):
 
 @pytest.fixture(autouse=True)
 def root_logging():
-    """Each test gets the root logger back as it found it: tinker-cookbook's ``ml_log`` replaces
-    its handlers with a file in the run's folder, which goes with the test's tmp_path, and every
-    later log line would fail on the missing file."""
+    """Each test gets the root logger's own handlers back as it found them: tinker-cookbook's
+    ``ml_log`` replaces them with a file in the run's folder, which goes with the test's
+    tmp_path, and every later log line would fail on the missing file. pytest's own capture
+    handlers (added and removed by pytest around each phase) are left to pytest."""
+
+    def foreign(handler: logging.Handler) -> bool:
+        return not type(handler).__module__.startswith("_pytest")
+
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    handlers, level = [h for h in root.handlers if foreign(h)], root.level
     yield
-    for handler in [h for h in root.handlers if h not in handlers]:
+    for handler in [h for h in root.handlers if foreign(h) and h not in handlers]:
         root.removeHandler(handler)
         handler.close()
     for handler in handlers:
