@@ -125,6 +125,51 @@ def serve_chat(reply: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]) ->
         httpd.server_close()
 
 
+@contextmanager
+def serve_streaming_chat(reply: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[tuple[list[dict[str, Any]], str]]:
+    """A real streaming chat-completions server on 127.0.0.1 (verifiers' clients stream): each
+    request body is recorded and answered with the assistant delta ``reply`` gives (``content``
+    or ``tool_calls``), as openai's own chunk types, then the finish and a usage chunk; yields
+    (the requests, its base URL)."""
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta
+    from openai.types.completion_usage import CompletionUsage
+
+    requests: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            delta = ChoiceDelta(**{"role": "assistant", **reply(body)})
+            finish = "tool_calls" if delta.tool_calls else "stop"
+            head = {"id": "chatcmpl-scripted", "created": 0, "model": body["model"], "object": "chat.completion.chunk"}
+            usage = CompletionUsage(prompt_tokens=1, completion_tokens=1, total_tokens=2)
+            chunks = [
+                ChatCompletionChunk(**head, choices=[Choice(index=0, delta=delta)]),
+                ChatCompletionChunk(**head, choices=[Choice(index=0, delta=ChoiceDelta(), finish_reason=finish)]),
+                ChatCompletionChunk(**head, choices=[], usage=usage),
+            ]
+            data = b"".join(b"data: " + c.model_dump_json(exclude_none=True).encode() + b"\n\n" for c in chunks)
+            data += b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield requests, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def chat_completion(*texts: str) -> dict[str, Any]:
     """A chat-completions response body with one choice per text."""
     choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"} for i, t in enumerate(texts)]

@@ -9,9 +9,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from cvdp_gym.data import load_dataset
 from cvdp_gym.grading import make_reward
 from cvdp_gym.integrations._shared import shared_grader
 from cvdp_gym.integrations.verifiers import TASKSET_ID, load_environment
-from tests.support import BUNDLED
+from tests.support import BUNDLED, serve_streaming_chat
 
 BUNDLED_DATA = load_dataset("bundled")
 
@@ -58,35 +56,8 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[tuple[list[dict[str, Any]], str]]:
     """A streaming chat-completions server (verifiers' client streams) that records requests."""
-    requests: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            requests.append(body)
-            delta = {"role": "assistant", **reply(body)}
-            finish = "tool_calls" if "tool_calls" in delta else "stop"
-            head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
-            chunks = [
-                {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-                {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-                {**head, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
-            ]
-            data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield requests, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_streaming_chat(reply) as served:
+        yield served
 
 
 def rollouts(env: vf.Env, base_url: str, agents: list[str], monkeypatch) -> list[vf.Episode]:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,11 @@ pytest.importorskip("fastapi")
 import gymnasium as gym
 import httpx
 import verifiers.v1 as vf
-from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import (
-    Choice,
     ChoiceDelta,
     ChoiceDeltaToolCall,
     ChoiceDeltaToolCallFunction,
 )
-from openai.types.completion_usage import CompletionUsage
 from typer.testing import CliRunner
 from verifiers.v1.env import RunSlot
 
@@ -44,7 +39,7 @@ from cvdp_gym.integrations.verifiers import ensure_uv_on_path
 from cvdp_gym.service.app import ServiceConfig, create_app
 from cvdp_gym.service.nemo import nemo_gym_row
 from cvdp_gym.service.sessions import SESSION_COOKIE, AgentSessions
-from tests.support import BUNDLED, ServedApp
+from tests.support import BUNDLED, ServedApp, serve_streaming_chat
 
 pytestmark = pytest.mark.sandbox
 
@@ -100,35 +95,8 @@ def scripted_reply(body: dict[str, Any]) -> ChoiceDelta:
 @pytest.fixture(scope="module")
 def model_url() -> Iterator[tuple[list[dict[str, Any]], str]]:
     """A streaming chat-completions endpoint (verifiers' harness streams) that records requests."""
-    requests: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            requests.append(body)
-            delta = scripted_reply(body)
-            finish = "tool_calls" if delta.tool_calls else "stop"
-            head = {"id": "chatcmpl-scripted", "created": 0, "model": body["model"], "object": "chat.completion.chunk"}
-            chunks = [
-                ChatCompletionChunk(**head, choices=[Choice(index=0, delta=delta)]),
-                ChatCompletionChunk(**head, choices=[Choice(index=0, delta=ChoiceDelta(), finish_reason=finish)]),
-                ChatCompletionChunk(**head, choices=[], usage=CompletionUsage(prompt_tokens=1, completion_tokens=1, total_tokens=2)),
-            ]
-            data = b"".join(b"data: " + c.model_dump_json(exclude_none=True).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield requests, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_streaming_chat(lambda body: scripted_reply(body).model_dump(exclude_none=True)) as served:
+        yield served
 
 
 def nemo_gym_episodes(resources_url: str, rows: Path, model_url: str, monkeypatch) -> dict[tuple[str, str], vf.Episode]:
